@@ -1,0 +1,353 @@
+"""Multimodal-Mind2Web (`osunlp/Multimodal-Mind2Web`, `data/<split>-NNNNN-of-NNNNN[-<hash>].parquet`).
+
+One parquet row is one recorded action. Rows are grouped into episodes by `annotation_id` and
+ordered by `int(target_action_index)` across all of the split's files (a task's rows may sit in
+two shard files, in any order).
+
+The screenshot is the FULL page (1:1 CSS px, 1280 px or wider, often thousands of px tall);
+the capture viewport was 1280x1080, so rows [S, S+1080) of the render are exactly what was on
+screen at scroll offset S. The source records no scroll state, so every recorded action starts
+at offset 0; a target whose centre is below the fold is reached by emitted SCROLL steps (equal
+wheel steps of `scroll_step_fraction` of the viewport, the last one clamped at the page bottom),
+each observing the view at its own offset, then the action at the final offset.
+
+The click point is the centre of the target's bounding box clipped to the viewport columns and
+the page. A step whose element cannot be located keeps its type with an all-zero mask and a
+named ungrounded reason: no candidate, a hidden one (`-1,-1,-1,-1` or zero size), a malformed
+box, a box outside the screenshot, or one entirely right of the viewport (Mind2Web records no
+horizontal scroll, so none is invented).
+
+`original_op` HOVER becomes HOVER and ENTER becomes PRESS_ENTER (Mind2Web's `op` folds both
+into CLICK, which would mislabel them).
+
+Drop reasons (per row): missing_screenshot, undecodable_image, unsupported_image_format,
+malformed_json (operation), unknown_action_verb, malformed_record (ids, index),
+duplicate_step (same annotation and index twice); per episode: empty_episode.
+A parquet file that cannot be opened fails the partition with its name.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from gui_assets.config import BuildConfig
+from gui_assets.episode_store import ImageStore
+from gui_assets.images import ImageError, inspect
+from gui_assets.ir import (
+    NO_MASK,
+    POINT_MASK,
+    SPAN_MASK,
+    ActionType,
+    DropReason,
+    GuiEpisode,
+    GuiStep,
+    Observation,
+    SourceRef,
+    UngroundedReason,
+    describe,
+)
+from gui_assets.mirror import RawInputError, RawPartition
+from gui_assets.stats import BuildStats
+
+REPO_ID = "osunlp/Multimodal-Mind2Web"
+SPLITS = ("train", "test_task", "test_website", "test_domain")
+# Only what the adapter needs: raw_html/cleaned_html/neg_candidates reach megabytes per row.
+COLUMNS = [
+    "annotation_id",
+    "action_uid",
+    "confirmed_task",
+    "website",
+    "domain",
+    "subdomain",
+    "operation",
+    "pos_candidates",
+    "target_action_index",
+    "screenshot",
+]
+_BATCH_ROWS = 8
+
+_OPS = {"CLICK": ActionType.CLICK, "TYPE": ActionType.TYPE, "SELECT": ActionType.SELECT}
+_ORIGINAL_OPS = {"HOVER": ActionType.HOVER, "ENTER": ActionType.PRESS_ENTER}
+
+
+def file_patterns(split: str) -> list[str]:
+    """The split's files in either hub layout (push_to_hub names, or refs/convert/parquet)."""
+    return [f"data/{split}-*.parquet", f"default/{split}/*.parquet", f"{split}/*.parquet"]
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """Where the action's element is, in full-page px, or why it is not locatable."""
+
+    x: float = 0.0
+    y: float = 0.0
+    ungrounded: str = ""
+
+
+@dataclass(slots=True)
+class _Row:
+    """One recorded action reduced to what episode assembly needs (no pixels in memory)."""
+
+    index: int
+    action_type: ActionType
+    text: str
+    target: Target
+    image_sha256: str
+    image_ext: str
+    page_w: int
+    page_h: int
+    ref: SourceRef
+
+
+def _parse_json(value: Any) -> Any:
+    return json.loads(value) if isinstance(value, str | bytes) else value
+
+
+def parse_index(value: Any) -> int:
+    """`target_action_index` is a string ("0"); older card revisions declared a sequence."""
+    if isinstance(value, list | tuple):
+        if len(value) != 1:
+            raise ValueError(f"target_action_index list of length {len(value)}")
+        value = value[0]
+    if isinstance(value, bool) or value is None:
+        raise ValueError(f"target_action_index {value!r}")
+    if isinstance(value, float) and not value.is_integer():
+        raise ValueError(f"target_action_index {value!r}")
+    idx = int(value)
+    if idx < 0:
+        raise ValueError(f"negative target_action_index {idx}")
+    return idx
+
+
+def parse_bbox(rect: Any) -> tuple[float, float, float, float] | None:
+    """'x,y,w,h' in full-page CSS px -> (x, y, w, h); None when hidden ('-1,-1,-1,-1' or empty)."""
+    parts = [float(p) for p in str(rect).split(",")]
+    if len(parts) != 4 or not all(math.isfinite(p) for p in parts):
+        raise ValueError(f"bounding_box_rect {rect!r}")
+    x, y, w, h = parts
+    if w <= 0 or h <= 0:
+        return None
+    return x, y, w, h
+
+
+def locate_target(pos_candidates: Any, page_w: int, page_h: int, viewport_w: int) -> Target:
+    """The click point of the annotated element: the centre of its visible box.
+
+    Candidates marked `is_original_target` are preferred; otherwise the first locatable one.
+    The box is clipped to the viewport columns [0, viewport_w) and the page rows [0, page_h).
+    """
+    if pos_candidates is None or len(pos_candidates) == 0:
+        return Target(ungrounded=UngroundedReason.NO_CANDIDATE)
+    parsed: list[dict[str, Any]] = []
+    malformed = False
+    for raw in pos_candidates:
+        try:
+            cand = _parse_json(raw)
+            attrs = _parse_json(cand.get("attributes", {})) or {}
+            parsed.append(
+                {"original": bool(cand.get("is_original_target")), "rect": attrs["bounding_box_rect"]}
+            )
+        except (ValueError, TypeError, KeyError, AttributeError):
+            malformed = True
+    parsed.sort(key=lambda c: not c["original"])  # stable: original targets first
+    reason = UngroundedReason.MALFORMED_BBOX if malformed and not parsed else UngroundedReason.HIDDEN_ELEMENT
+    width = min(viewport_w, page_w)
+    for cand in parsed:
+        try:
+            box = parse_bbox(cand["rect"])
+        except ValueError:
+            reason = UngroundedReason.MALFORMED_BBOX
+            continue
+        if box is None:
+            continue
+        x, y, w, h = box
+        left, right = max(x, 0.0), min(x + w, float(width))
+        top, bottom = max(y, 0.0), min(y + h, float(page_h))
+        if x >= width and top < bottom:
+            reason = UngroundedReason.OUTSIDE_VIEWPORT_X
+            continue
+        if left >= right or top >= bottom:
+            reason = UngroundedReason.OUTSIDE_SCREENSHOT
+            continue
+        return Target(x=(left + right) / 2, y=(top + bottom) / 2)
+    return Target(ungrounded=reason)
+
+
+def _clamp01(v: float) -> float:
+    return min(max(v, 0.0), 1.0)
+
+
+def _read_row(
+    rec: dict[str, Any], ref: SourceRef, store: ImageStore, stats: BuildStats, config: BuildConfig
+) -> tuple[str, _Row, dict[str, str]] | None:
+    """Reduce one parquet row; None when it is dropped (counted by reason)."""
+    annotation_id = rec.get("annotation_id")
+    try:
+        if not isinstance(annotation_id, str) or not annotation_id:
+            raise ValueError("annotation_id")
+        index = parse_index(rec.get("target_action_index"))
+    except (ValueError, TypeError):
+        stats.drop(DropReason.MALFORMED_RECORD)
+        return None
+    try:
+        op = _parse_json(rec.get("operation"))
+        verb = str(op.get("op", "")).upper()
+        original = str(op.get("original_op", "") or "").upper()
+        value = op.get("value", "") or ""
+        if not isinstance(value, str):
+            value = str(value)
+    except (ValueError, TypeError, AttributeError):
+        stats.drop(DropReason.MALFORMED_JSON)
+        return None
+    if verb not in _OPS:
+        stats.drop(DropReason.UNKNOWN_ACTION_VERB)
+        return None
+    action_type = _ORIGINAL_OPS.get(original, _OPS[verb])
+    shot = rec.get("screenshot")
+    data = shot.get("bytes") if isinstance(shot, dict) else shot if isinstance(shot, bytes) else None
+    if not data:
+        stats.drop(DropReason.MISSING_SCREENSHOT)
+        return None
+    try:
+        header = inspect(data)
+    except ImageError as e:
+        stats.drop(e.reason)
+        return None
+    sha = store.put(data, header.ext)
+    if action_type == ActionType.PRESS_ENTER:
+        target, text = Target(), "Enter"
+    else:
+        target = locate_target(rec.get("pos_candidates"), header.width, header.height, config.viewport_width)
+        text = value if action_type in (ActionType.TYPE, ActionType.SELECT) else ""
+    attrs = {
+        "annotation_id": annotation_id,
+        "website": str(rec.get("website") or ""),
+        "domain": str(rec.get("domain") or ""),
+        "subdomain": str(rec.get("subdomain") or ""),
+        "instruction": str(rec.get("confirmed_task") or ""),
+    }
+    row = _Row(index, action_type, text, target, sha, header.ext, header.width, header.height, ref)
+    return annotation_id, row, attrs
+
+
+def expand_action(row: _Row, config: BuildConfig) -> list[GuiStep]:
+    """The SCROLL steps that bring the target into view, then the action itself."""
+    vw = min(config.viewport_width, row.page_w)
+    vh = min(config.viewport_height, row.page_h)
+    max_offset = row.page_h - vh
+    step_px = max(1, round(config.scroll_step_fraction * vh))
+
+    def obs(offset: int) -> Observation:
+        return Observation(row.image_sha256, row.image_ext, 0, offset, vw, vh)
+
+    steps: list[GuiStep] = []
+    offset = 0
+    grounded = not row.target.ungrounded and row.action_type != ActionType.PRESS_ENTER
+    if grounded and row.target.y >= vh:
+        # Wheel down in equal steps until the target sits above the bottom margin.
+        while row.target.y - offset > vh * (1 - config.scroll_bottom_margin) and offset < max_offset:
+            nxt = min(offset + step_px, max_offset)
+            d = (nxt - offset) / vh
+            params = (0.5, _clamp01(0.5 + d / 2), 0.5, _clamp01(0.5 - d / 2))
+            steps.append(
+                GuiStep(
+                    action_type=ActionType.SCROLL,
+                    params=params,
+                    mask=SPAN_MASK,
+                    text="",
+                    desc=describe(ActionType.SCROLL, params, SPAN_MASK, ""),
+                    observation=obs(offset),
+                    scroll=(0.0, float(offset)),
+                    ref=row.ref,
+                )
+            )
+            offset = nxt
+    if grounded:
+        params = (_clamp01(row.target.x / vw), _clamp01((row.target.y - offset) / vh), 0.0, 0.0)
+        mask = POINT_MASK
+    else:
+        params, mask = (0.0, 0.0, 0.0, 0.0), NO_MASK
+    steps.append(
+        GuiStep(
+            action_type=row.action_type,
+            params=params,
+            mask=mask,
+            text=row.text,
+            desc=describe(row.action_type, params, mask, row.text),
+            observation=obs(offset),
+            scroll=(0.0, float(offset)),
+            ref=row.ref,
+            ungrounded_reason=str(row.target.ungrounded),
+        )
+    )
+    return steps
+
+
+def _open(raw: RawPartition, path: Any, name: str) -> pq.ParquetFile:
+    try:
+        pf = pq.ParquetFile(path)
+    except (OSError, pa.ArrowInvalid) as e:
+        raise RawInputError(f"{raw.repo_id}/{name}: not a readable parquet file ({e})") from None
+    missing = {"annotation_id", "operation", "target_action_index", "screenshot"} - set(pf.schema_arrow.names)
+    if missing:
+        raise RawInputError(f"{raw.repo_id}/{name}: missing columns {sorted(missing)}")
+    return pf
+
+
+def episodes(
+    raw: RawPartition, store: ImageStore, stats: BuildStats, config: BuildConfig
+) -> Iterator[GuiEpisode]:
+    """Read every file of the split once, then yield its episodes ordered by annotation_id."""
+    by_task: dict[str, dict[int, _Row]] = defaultdict(dict)
+    task_attrs: dict[str, dict[str, str]] = {}
+    seen: set[str] = set()  # every task with a usable id, so a task whose rows all drop is counted
+    for f in raw.files:
+        pf = _open(raw, f.local, f.path)
+        columns = [c for c in COLUMNS if c in pf.schema_arrow.names]
+        stats.files_in += 1
+        row_no = 0
+        try:
+            batches = pf.iter_batches(batch_size=_BATCH_ROWS, columns=columns)
+            for batch in batches:
+                for rec in batch.to_pylist():
+                    ref = SourceRef(raw.repo_id, raw.revision, f.path, row=row_no)
+                    row_no += 1
+                    if isinstance(rec.get("annotation_id"), str) and rec["annotation_id"]:
+                        seen.add(rec["annotation_id"])
+                    got = _read_row(rec, ref, store, stats, config)
+                    if got is None:
+                        continue
+                    annotation_id, row, attrs = got
+                    if row.index in by_task[annotation_id]:
+                        stats.drop(DropReason.DUPLICATE_STEP)
+                        continue
+                    by_task[annotation_id][row.index] = row
+                    task_attrs.setdefault(annotation_id, attrs)
+        except (OSError, pa.ArrowInvalid) as e:
+            raise RawInputError(f"{raw.repo_id}/{f.path}: unreadable at row {row_no} ({e})") from None
+    for annotation_id in sorted(seen):
+        stats.episodes_in += 1
+        rows = by_task.get(annotation_id)
+        if not rows:
+            stats.drop(DropReason.EMPTY_EPISODE)
+            continue
+        attrs = task_attrs[annotation_id]
+        steps = [s for idx in sorted(rows) for s in expand_action(rows[idx], config)]
+        instruction = attrs.pop("instruction")
+        attrs["recorded_action_indices"] = json.dumps(sorted(rows))
+        yield GuiEpisode(
+            episode_id=f"mind2web/{annotation_id}",
+            source="mind2web",
+            instruction=instruction,
+            steps=steps,
+            success=True,
+            attrs=attrs,
+        )

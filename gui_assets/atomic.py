@@ -1,0 +1,63 @@
+"""Atomic file writes: a temp name in the same directory, fsync, then os.replace.
+
+A killed process leaves at worst a hidden `.<name>.tmp-<pid>` file, never a partial file under a
+final name; `sweep_temps` removes such leftovers when the directory is written again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+TMP_MARK = ".tmp-"
+
+
+def temp_path(final: Path) -> Path:
+    return final.with_name(f".{final.name}{TMP_MARK}{os.getpid()}")
+
+
+@contextlib.contextmanager
+def atomic_path(final: Path) -> Iterator[Path]:
+    """Yield a temp path to write; on success it replaces `final`, on error it is removed."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = temp_path(final)
+    try:
+        yield tmp
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, final)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def atomic_write_bytes(final: Path, data: bytes) -> None:
+    with atomic_path(final) as tmp:
+        tmp.write_bytes(data)
+
+
+def atomic_write_text(final: Path, text: str) -> None:
+    atomic_write_bytes(final, text.encode("utf-8"))
+
+
+def sweep_temps(directory: Path) -> int:
+    """Remove temp files a killed writer left behind; returns how many."""
+    if not directory.is_dir():
+        return 0
+    n = 0
+    for p in directory.iterdir():
+        if p.name.startswith(".") and TMP_MARK in p.name and p.is_file():
+            p.unlink()
+            n += 1
+    return n
+
+
+def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk):
+            h.update(block)
+    return h.hexdigest()

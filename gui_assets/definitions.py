@@ -1,0 +1,28 @@
+"""The code location: every source's chain from one factory, plus shared resources."""
+
+from __future__ import annotations
+
+import warnings
+
+import dagster as dg
+
+from gui_assets.defs.factory import build_source_defs
+from gui_assets.defs.resources import BuildSettings, GuiAssetsPaths, HubResource
+from gui_assets.sources import SOURCES
+
+
+def _definitions() -> dg.Definitions:
+    per_source = [build_source_defs(spec) for spec in SOURCES]
+    assets = [a for d in per_source for a in (d.assets or [])]
+    with warnings.catch_warnings():
+        # Code references are a beta API; it warns once per asset on every load.
+        warnings.simplefilter("ignore", dg.BetaWarning)
+        # Link every asset to the file and line that defines it (shown in the UI).
+        assets = dg.with_source_code_references(assets)
+    return dg.Definitions(
+        assets=assets,
+        resources={"paths": GuiAssetsPaths(), "hub": HubResource(), "build": BuildSettings()},
+    )
+
+
+defs = _definitions()

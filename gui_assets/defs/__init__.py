@@ -1,0 +1,1 @@
+"""The Dagster shell: the only package (with definitions.py) that imports dagster."""

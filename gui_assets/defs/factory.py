@@ -1,0 +1,249 @@
+"""build_source_defs(spec): a source's asset chain, all in group `spec.name`, one partitions def.
+
+    S  ->  S_episodes  ->  S_splits  ->  S_shards  ->  S_dataset_info
+
+Asset bodies resolve resources, call one stage of gui_assets.pipeline and report what it wrote.
+code_version is a hash of the source of the modules a stage runs (plus the package version),
+so editing an adapter or the writer marks the downstream partitions stale in the UI;
+data_version is a hash of the bytes (or content hashes) a materialization wrote.
+"""
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import dagster as dg
+
+from gui_assets import (
+    atomic,
+    config,
+    cursor,
+    episode_store,
+    images,
+    ir,
+    layout,
+    mirror,
+    pipeline,
+    splits,
+    stats,
+    version,
+)
+from gui_assets.defs.partitions import source_partitions
+from gui_assets.defs.resources import BuildSettings, GuiAssetsPaths, HubResource
+from gui_assets.layout import OutLayout
+from gui_assets.sources import SourceSpec
+from gui_assets.writers import libero_hdf5
+
+OWNERS = ["team:gui_assets"]
+
+
+def code_version(*modules: ModuleType) -> str:
+    h = hashlib.sha256(version.GUI_ASSETS_VERSION.encode())
+    for m in sorted(modules, key=lambda m: m.__name__):
+        h.update(m.__name__.encode())
+        h.update(Path(m.__file__ or "").read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _digest(obj: Any) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _md_table(rows: dict[str, Any], head: tuple[str, str] = ("reason", "count")) -> str:
+    if not rows:
+        return "_none_"
+    lines = [f"| {head[0]} | {head[1]} |", "|---|---|"] + [f"| {k} | {v} |" for k, v in sorted(rows.items())]
+    return "\n".join(lines)
+
+
+def _fail(e: Exception) -> dg.Failure:
+    """A whole input or partition that cannot be built: fail it with a message that names it."""
+    return dg.Failure(description=str(e), allow_retries=False)
+
+
+def build_source_defs(spec: SourceSpec) -> dg.Definitions:
+    partitions = source_partitions(spec)
+    adapter_module = sys.modules[spec.adapter.__module__]
+    common: dict[str, Any] = {"group_name": spec.name, "partitions_def": partitions, "owners": OWNERS}
+    raw_key = dg.AssetKey(spec.name)
+    episodes_key = dg.AssetKey(f"{spec.name}_episodes")
+    splits_key = dg.AssetKey(f"{spec.name}_splits")
+    shards_key = dg.AssetKey(f"{spec.name}_shards")
+
+    @dg.asset(
+        key=raw_key,
+        description=f"Raw upstream files of {spec.repo_id} for one partition: listed from "
+        "GUI_ASSETS_MIRROR (mode `mirror`) or downloaded with huggingface_hub into the local cache "
+        "(mode `hub`), with sizes, sha256 and the resolved revision.",
+        kinds={"huggingface", "python"},
+        code_version=code_version(mirror, pipeline, adapter_module),
+        **common,
+    )
+    def raw_asset(
+        context: dg.AssetExecutionContext, paths: GuiAssetsPaths, hub: HubResource
+    ) -> dg.MaterializeResult:
+        key = context.partition_key
+        out = OutLayout(paths.out_dir())
+        try:
+            part = pipeline.fetch_raw(spec, key, out, hub.raw_settings(paths))
+        except mirror.RawInputError as e:
+            raise _fail(e) from None
+        files = {f.path: f.size for f in part.files}
+        return dg.MaterializeResult(
+            metadata={
+                "path": dg.MetadataValue.path(str(out.raw_manifest(spec.directory(key)))),
+                "mode": part.mode,
+                "demo_mirror": paths.uses_demo_mirror() and part.mode == "mirror",
+                "repo_id": part.repo_id,
+                "revision": part.revision,
+                "files": len(part.files),
+                "bytes": sum(files.values()),
+                "file_list": dg.MetadataValue.md(_md_table(files, ("file", "bytes"))),
+            },
+            data_version=dg.DataVersion(_digest([(f.path, f.sha256) for f in part.files] + [part.revision])),
+        )
+
+    @dg.asset(
+        key=episodes_key,
+        deps=[raw_key],
+        description=f"GuiEpisode IR of one partition from the {spec.name} adapter: a Parquet step table "
+        "and episode table, plus the original screenshot bytes in a content-addressed store.",
+        kinds={"parquet", "python"},
+        code_version=code_version(adapter_module, ir, images, episode_store, stats, config, pipeline),
+        **common,
+    )
+    def episodes_asset(
+        context: dg.AssetExecutionContext, paths: GuiAssetsPaths, build: BuildSettings
+    ) -> dg.MaterializeResult:
+        key = context.partition_key
+        out = OutLayout(paths.out_dir())
+        try:
+            st = pipeline.build_episodes(spec, key, out, build.config())
+        except (mirror.RawInputError, pipeline.EmptyPartitionError) as e:
+            raise _fail(e) from None
+        d = st.to_dict()
+        ep_dir = out.episodes(spec.directory(key))
+        table = episode_store.read_episode_table(ep_dir)
+        return dg.MaterializeResult(
+            metadata={
+                "path": dg.MetadataValue.path(str(ep_dir)),
+                "episodes_in": st.episodes_in,
+                "episodes_out": st.episodes_out,
+                "steps": st.steps,
+                "ungrounded_steps": st.ungrounded_steps,
+                "drops": dg.MetadataValue.json(d["drops"]),
+                "action_type_counts": dg.MetadataValue.json(d["action_type_counts"]),
+                "summary": dg.MetadataValue.md(
+                    f"**{st.episodes_out}** of {st.episodes_in} episodes, **{st.steps}** steps, "
+                    f"{st.ungrounded_steps} ungrounded.\n\nDrops:\n\n{_md_table(d['drops'])}"
+                ),
+            },
+            data_version=dg.DataVersion(_digest([table["content_hash"].to_pylist(), d])),
+        )
+
+    @dg.asset(
+        key=splits_key,
+        deps=[episodes_key],
+        description=f"Split assignment of one partition ({spec.split_rule.name}: "
+        f"{spec.split_rule.description}), with each episode's content hash.",
+        kinds={"parquet", "python"},
+        code_version=code_version(splits, pipeline),
+        **common,
+    )
+    def splits_asset(context: dg.AssetExecutionContext, paths: GuiAssetsPaths) -> dg.MaterializeResult:
+        key = context.partition_key
+        out = OutLayout(paths.out_dir())
+        summary = pipeline.assign_splits(spec, key, out)
+        return dg.MaterializeResult(
+            metadata={
+                "path": dg.MetadataValue.path(str(out.splits(spec.directory(key)))),
+                "rule": summary["rule"]["name"],
+                "episodes": summary["episodes"],
+                "main": summary[splits.MAIN],
+                "val": summary[splits.VAL],
+            },
+            data_version=dg.DataVersion(
+                _digest(sorted(pipeline.read_splits(out, spec.directory(key)).items()))
+            ),
+        )
+
+    @dg.asset(
+        key=shards_key,
+        deps=[splits_key],
+        description=f"LIBERO-layout HDF5 shards "
+        f"`<out>/{spec.name}_<partition>/{spec.name}_<partition>_NNNN.hdf5`: "
+        "pre-action frames, causal-cursor eye-in-hand crops, masked action params.",
+        kinds={"hdf5", "python"},
+        code_version=code_version(libero_hdf5, cursor, images, episode_store, ir, layout, atomic, pipeline),
+        **common,
+    )
+    def shards_asset(
+        context: dg.AssetExecutionContext, paths: GuiAssetsPaths, build: BuildSettings
+    ) -> dg.MaterializeResult:
+        key = context.partition_key
+        out = OutLayout(paths.out_dir())
+        try:
+            manifest = pipeline.write_shards(spec, key, out, build.config())
+        except pipeline.EmptyPartitionError as e:
+            raise _fail(e) from None
+        shards = manifest["shards"] + manifest["val_shards"]
+        eye = manifest["eye"]
+        rate = eye["target_inside_eye"] / eye["pointer_steps"] if eye["pointer_steps"] else 0.0
+        return dg.MaterializeResult(
+            metadata={
+                "path": dg.MetadataValue.path(str(out.directory(spec.directory(key)))),
+                "shards": len(manifest["shards"]),
+                "val_shards": len(manifest["val_shards"]),
+                "demos": sum(s["demos"] for s in shards),
+                "steps": sum(s["steps"] for s in shards),
+                "bytes": sum(s["bytes"] for s in shards),
+                "target_inside_eye_in_hand_rate": rate,
+                "drops": dg.MetadataValue.json(manifest["stats"]["drops"]),
+                "scroll_histogram": dg.MetadataValue.json(manifest["stats"]["scroll_histogram"]),
+                "shard_list": dg.MetadataValue.md(
+                    _md_table(
+                        {
+                            s["file"]: f"{s['demos']} demos, {s['steps']} steps, {s['bytes']} B"
+                            for s in shards
+                        },
+                        ("file", "contents"),
+                    )
+                ),
+            },
+            data_version=dg.DataVersion(_digest([s["sha256"] for s in shards])),
+        )
+
+    @dg.asset(
+        key=dg.AssetKey(f"{spec.name}_dataset_info"),
+        deps=[shards_key],
+        description=f"`<out>/{spec.name}_<partition>/dataset_info.json`: build config, upstream files "
+        "and revision, stats (drops, ungrounded steps, scroll histogram, eye-in-hand rate), shard list.",
+        kinds={"json", "python"},
+        code_version=code_version(layout, pipeline, version, config),
+        **common,
+    )
+    def dataset_info_asset(
+        context: dg.AssetExecutionContext, paths: GuiAssetsPaths, build: BuildSettings
+    ) -> dg.MaterializeResult:
+        key = context.partition_key
+        out = OutLayout(paths.out_dir())
+        info = pipeline.write_info(spec, key, out, build.config())
+        path = out.dataset_info(spec.directory(key))
+        s = info.stats
+        return dg.MaterializeResult(
+            metadata={
+                "path": dg.MetadataValue.path(str(path)),
+                "episodes_out": s["episodes_out"],
+                "steps": s["steps"],
+                "ungrounded_steps": s["ungrounded_steps"],
+                "target_inside_eye_in_hand_rate": s["target_inside_eye_in_hand_rate"],
+                "revision": info.build["upstream"]["revision"],
+                "stats": dg.MetadataValue.json(s),
+            },
+            data_version=dg.DataVersion(hashlib.sha256(path.read_bytes()).hexdigest()[:16]),
+        )
+
+    return dg.Definitions(assets=[raw_asset, episodes_asset, splits_asset, shards_asset, dataset_info_asset])

@@ -1,0 +1,80 @@
+"""Resources: where inputs and outputs live, how the hub is reached, the byte-changing knobs.
+
+Environment variables are read when a run starts, never at import, so the code location
+loads with nothing set; a field set explicitly (tests, run config) wins over the environment.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import dagster as dg
+
+from gui_assets.config import DEFAULT_SHARD_CAP_BYTES, BuildConfig
+from gui_assets.demo import ensure_demo_mirror
+from gui_assets.layout import WORK_DIR
+from gui_assets.pipeline import RawSettings
+
+DEMO_MIRROR_DIR = "demo_mirror"
+
+
+class GuiAssetsPaths(dg.ConfigurableResource):
+    """GUI_ASSETS_OUT, GUI_ASSETS_MIRROR and GUI_ASSETS_SOURCE.
+
+    With no mirror set, the bundled demo mirror is generated under <out>/_work/demo_mirror.
+    """
+
+    out: str | None = None
+    mirror: str | None = None
+    source: str | None = None
+
+    def out_dir(self) -> Path:
+        return Path(self.out or os.environ.get("GUI_ASSETS_OUT") or "build").resolve()
+
+    def source_mode(self) -> str:
+        mode = (self.source or os.environ.get("GUI_ASSETS_SOURCE") or "mirror").strip().lower()
+        if mode not in ("mirror", "hub"):
+            raise dg.Failure(f"GUI_ASSETS_SOURCE must be 'mirror' or 'hub', not {mode!r}")
+        return mode
+
+    def mirror_dir(self) -> Path:
+        explicit = self.mirror or os.environ.get("GUI_ASSETS_MIRROR")
+        if explicit:
+            return Path(explicit).resolve()
+        return ensure_demo_mirror(self.out_dir() / WORK_DIR / DEMO_MIRROR_DIR)
+
+    def uses_demo_mirror(self) -> bool:
+        return not (self.mirror or os.environ.get("GUI_ASSETS_MIRROR"))
+
+
+class HubResource(dg.ConfigurableResource):
+    """Hugging Face hub access. The token comes from HF_TOKEN at run time and is never logged.
+
+    `endpoint` (or HF_ENDPOINT) points at a hub mirror; `revision` pins the upstream commit.
+    """
+
+    endpoint: str | None = None
+    revision: str | None = None
+    cache_dir: str | None = None
+
+    def raw_settings(self, paths: GuiAssetsPaths) -> RawSettings:
+        mode = paths.source_mode()
+        return RawSettings(
+            mode=mode,
+            mirror=paths.mirror_dir() if mode == "mirror" else Path(),
+            token=os.environ.get("HF_TOKEN") or None,
+            endpoint=self.endpoint or os.environ.get("HF_ENDPOINT") or None,
+            cache_dir=Path(self.cache_dir) if self.cache_dir else None,
+            revision=self.revision,
+        )
+
+
+class BuildSettings(dg.ConfigurableResource):
+    """The knobs that change output bytes (recorded in dataset_info.json build.config)."""
+
+    shard_cap_mb: float = DEFAULT_SHARD_CAP_BYTES / 1e6
+    gzip_level: int = 4
+
+    def config(self) -> BuildConfig:
+        return BuildConfig(shard_cap_bytes=int(self.shard_cap_mb * 1e6), gzip_level=self.gzip_level)

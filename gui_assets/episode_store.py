@@ -1,0 +1,281 @@
+"""Persisting the IR of one partition: Parquet tables plus a content-addressed image store.
+
+    <work>/episodes/episodes.parquet   one row per GuiEpisode (ids, instruction, attrs)
+    <work>/episodes/steps.parquet      one row per GuiStep, episodes contiguous, in step order
+    <work>/episodes/stats.json         the adapter's BuildStats
+    <out>/_work/images/ab/abcdef....png  the ORIGINAL screenshot bytes, named by sha256
+
+Both tables scan with polars/pyarrow (`pl.scan_parquet`). The directory is written under a temp
+name and swapped in whole, so a reader never sees half of a partition's IR.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from gui_assets.atomic import atomic_write_bytes, atomic_write_text
+from gui_assets.ir import ActionType, GuiEpisode, GuiStep, Observation, SourceRef
+from gui_assets.stats import BuildStats
+
+EPISODES_FILE = "episodes.parquet"
+STEPS_FILE = "steps.parquet"
+STATS_FILE = "stats.json"
+
+_F4 = pa.list_(pa.float32(), 4)
+
+EPISODE_SCHEMA = pa.schema(
+    [
+        ("episode_id", pa.string()),
+        ("source", pa.string()),
+        ("instruction", pa.string()),
+        ("success", pa.bool_()),
+        ("num_steps", pa.int32()),
+        ("attrs", pa.string()),  # JSON object of source ids
+        ("source_ref", pa.string()),  # JSON, see GuiEpisode.source_ref_json
+        ("content_hash", pa.string()),
+    ]
+)
+
+STEP_SCHEMA = pa.schema(
+    [
+        ("episode_id", pa.string()),
+        ("step_index", pa.int32()),
+        ("action_type", pa.string()),
+        ("params", _F4),
+        ("mask", _F4),
+        ("text", pa.string()),
+        ("desc", pa.string()),
+        ("image_sha256", pa.string()),
+        ("image_ext", pa.string()),
+        ("obs_left", pa.int32()),
+        ("obs_top", pa.int32()),
+        ("obs_width", pa.int32()),
+        ("obs_height", pa.int32()),
+        ("scroll_x", pa.float32()),
+        ("scroll_y", pa.float32()),
+        ("ref_repo_id", pa.string()),
+        ("ref_revision", pa.string()),
+        ("ref_file", pa.string()),
+        ("ref_row", pa.int64()),
+        ("ref_member", pa.string()),
+        ("thought", pa.string()),
+        ("obs_stale", pa.bool_()),
+        ("ungrounded_reason", pa.string()),
+    ]
+)
+
+_ROW_GROUP_STEPS = 2048
+
+
+class ImageStore:
+    """Content-addressed original screenshot bytes: <root>/<sha[:2]>/<sha>.<ext>."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def path(self, sha256: str, ext: str) -> Path:
+        return self.root / sha256[:2] / f"{sha256}.{ext}"
+
+    def put(self, data: bytes, ext: str) -> str:
+        sha = hashlib.sha256(data).hexdigest()
+        p = self.path(sha, ext)
+        if not p.exists():
+            atomic_write_bytes(p, data)
+        return sha
+
+    def get(self, sha256: str, ext: str) -> bytes:
+        return self.path(sha256, ext).read_bytes()
+
+
+def episode_content_hash(episode: GuiEpisode) -> str:
+    """A hash of what a model would see and do: frames, windows, actions, instruction.
+
+    Two episodes with the same hash are the same training example whatever their ids, which
+    is what split disjointness is judged on.
+    """
+    h = hashlib.sha256(episode.instruction.encode("utf-8"))
+    for s in episode.steps:
+        o = s.observation
+        h.update(
+            json.dumps(
+                [
+                    s.action_type.name,
+                    s.params,
+                    s.mask,
+                    s.text,
+                    o.image_sha256,
+                    o.left,
+                    o.top,
+                    o.width,
+                    o.height,
+                ],
+                ensure_ascii=False,
+            ).encode("utf-8")
+        )
+    return h.hexdigest()
+
+
+def _step_row(episode_id: str, index: int, s: GuiStep) -> dict[str, Any]:
+    o = s.observation
+    return {
+        "episode_id": episode_id,
+        "step_index": index,
+        "action_type": s.action_type.name,
+        "params": list(s.params),
+        "mask": list(s.mask),
+        "text": s.text,
+        "desc": s.desc,
+        "image_sha256": o.image_sha256,
+        "image_ext": o.image_ext,
+        "obs_left": o.left,
+        "obs_top": o.top,
+        "obs_width": o.width,
+        "obs_height": o.height,
+        "scroll_x": s.scroll[0],
+        "scroll_y": s.scroll[1],
+        "ref_repo_id": s.ref.repo_id,
+        "ref_revision": s.ref.revision,
+        "ref_file": s.ref.file,
+        "ref_row": s.ref.row,
+        "ref_member": s.ref.member,
+        "thought": s.thought,
+        "obs_stale": s.obs_stale,
+        "ungrounded_reason": s.ungrounded_reason,
+    }
+
+
+class EpisodeWriter:
+    """Streams episodes into a partition's IR directory; `close(stats)` publishes it atomically."""
+
+    def __init__(self, directory: Path) -> None:
+        self.final = directory
+        self.tmp = directory.with_name(f".{directory.name}.tmp-{os.getpid()}")
+        if self.tmp.exists():
+            shutil.rmtree(self.tmp)
+        self.tmp.mkdir(parents=True)
+        self._steps = pq.ParquetWriter(self.tmp / STEPS_FILE, STEP_SCHEMA, compression="zstd")
+        self._step_rows: list[dict[str, Any]] = []
+        self._episode_rows: list[dict[str, Any]] = []
+        self._closed = False
+
+    def add(self, episode: GuiEpisode) -> None:
+        self._episode_rows.append(
+            {
+                "episode_id": episode.episode_id,
+                "source": episode.source,
+                "instruction": episode.instruction,
+                "success": episode.success,
+                "num_steps": len(episode.steps),
+                "attrs": json.dumps(episode.attrs, sort_keys=True, ensure_ascii=False),
+                "source_ref": episode.source_ref_json(),
+                "content_hash": episode_content_hash(episode),
+            }
+        )
+        self._step_rows.extend(_step_row(episode.episode_id, i, s) for i, s in enumerate(episode.steps))
+        if len(self._step_rows) >= _ROW_GROUP_STEPS:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._step_rows:
+            self._steps.write_table(pa.Table.from_pylist(self._step_rows, schema=STEP_SCHEMA))
+            self._step_rows = []
+
+    def close(self, stats: BuildStats) -> None:
+        if self._closed:
+            return
+        self._flush()
+        self._steps.close()
+        pq.write_table(
+            pa.Table.from_pylist(self._episode_rows, schema=EPISODE_SCHEMA), self.tmp / EPISODES_FILE
+        )
+        atomic_write_text(self.tmp / STATS_FILE, json.dumps(stats.to_dict(), indent=2, sort_keys=True))
+        _swap_directory(self.tmp, self.final)
+        self._closed = True
+
+    def abort(self) -> None:
+        if not self._closed:
+            with contextlib.suppress(Exception):
+                self._steps.close()
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            self._closed = True
+
+
+def _swap_directory(new: Path, final: Path) -> None:
+    """Replace `final` by `new` with renames only, so readers see the old or the new, never a mix."""
+    old = final.with_name(f".{final.name}.old-{os.getpid()}")
+    if final.exists():
+        os.replace(final, old)
+    os.replace(new, final)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def read_stats(directory: Path) -> BuildStats:
+    return BuildStats.from_dict(json.loads((directory / STATS_FILE).read_text(encoding="utf-8")))
+
+
+def read_episode_table(directory: Path) -> pa.Table:
+    return pq.read_table(directory / EPISODES_FILE)
+
+
+def _steps_from_rows(rows: list[dict[str, Any]]) -> list[GuiStep]:
+    return [
+        GuiStep(
+            action_type=ActionType[r["action_type"]],
+            params=tuple(r["params"]),  # type: ignore[arg-type]
+            mask=tuple(r["mask"]),  # type: ignore[arg-type]
+            text=r["text"],
+            desc=r["desc"],
+            observation=Observation(
+                r["image_sha256"],
+                r["image_ext"],
+                r["obs_left"],
+                r["obs_top"],
+                r["obs_width"],
+                r["obs_height"],
+            ),
+            scroll=(r["scroll_x"], r["scroll_y"]),
+            ref=SourceRef(r["ref_repo_id"], r["ref_revision"], r["ref_file"], r["ref_row"], r["ref_member"]),
+            thought=r["thought"],
+            obs_stale=r["obs_stale"],
+            ungrounded_reason=r["ungrounded_reason"],
+        )
+        for r in rows
+    ]
+
+
+def iter_episodes(directory: Path) -> Iterator[GuiEpisode]:
+    """Stream the partition's episodes in stored order; memory holds about one episode."""
+    meta = {r["episode_id"]: r for r in read_episode_table(directory).to_pylist()}
+    pending: list[dict[str, Any]] = []
+    current: str | None = None
+
+    def build(eid: str, rows: list[dict[str, Any]]) -> GuiEpisode:
+        m = meta[eid]
+        return GuiEpisode(
+            episode_id=eid,
+            source=m["source"],
+            instruction=m["instruction"],
+            steps=_steps_from_rows(rows),
+            success=m["success"],
+            attrs=json.loads(m["attrs"]),
+        )
+
+    for batch in pq.ParquetFile(directory / STEPS_FILE).iter_batches(batch_size=1024):
+        for row in batch.to_pylist():
+            if row["episode_id"] != current:
+                if current is not None:
+                    yield build(current, pending)
+                current, pending = row["episode_id"], []
+            pending.append(row)
+    if current is not None:
+        yield build(current, pending)

@@ -1,0 +1,80 @@
+"""Screenshot bytes: sniffing the format by content, reading the size from the header, decoding."""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+
+import numpy as np
+from PIL import Image, UnidentifiedImageError
+
+from gui_assets.ir import DropReason
+
+# Formats a screenshot may arrive in, by magic bytes; the writer decodes only these.
+_MAGIC: tuple[tuple[bytes, str], ...] = (
+    (b"\x89PNG\r\n\x1a\n", "png"),
+    (b"\xff\xd8\xff", "jpg"),
+    (b"RIFF", "webp"),
+)
+
+# A decompression bomb guard: no GUI screenshot comes close (Mind2Web's largest full page is
+# about 11.8k x 85k px). Pillow's own limit is far lower and would reject real pages.
+MAX_PIXELS = 1_500_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class ImageHeader:
+    ext: str
+    width: int
+    height: int
+
+
+class ImageError(Exception):
+    """Bytes that are not a usable screenshot; `reason` is the drop reason to count."""
+
+    def __init__(self, reason: DropReason, detail: str) -> None:
+        super().__init__(f"{reason.value}: {detail}")
+        self.reason = reason
+
+
+def sniff_ext(data: bytes) -> str | None:
+    for magic, ext in _MAGIC:
+        if data.startswith(magic) and (ext != "webp" or data[8:12] == b"WEBP"):
+            return ext
+    return None
+
+
+def inspect(data: bytes) -> ImageHeader:
+    """Identify by content and read the size without decoding pixels.
+
+    PNGs are also CRC-verified (cheap: no inflate), which catches most truncation and bit
+    rot before the image enters the store. Raises ImageError naming the drop reason.
+    """
+    ext = sniff_ext(data)
+    if ext is None:
+        raise ImageError(DropReason.UNSUPPORTED_IMAGE_FORMAT, f"unknown magic {data[:8]!r}")
+    try:
+        with Image.open(io.BytesIO(data)) as im:
+            width, height = im.size
+            if ext == "png":
+                im.verify()
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError, Image.DecompressionBombError) as e:
+        raise ImageError(DropReason.UNDECODABLE_IMAGE, f"{type(e).__name__}: {e}") from e
+    if width <= 0 or height <= 0 or width * height > MAX_PIXELS:
+        raise ImageError(DropReason.UNDECODABLE_IMAGE, f"implausible size {width}x{height}")
+    return ImageHeader(ext=ext, width=width, height=height)
+
+
+def decode_rgb(data: bytes) -> np.ndarray:
+    """Decode to an (H, W, 3) uint8 array. Raises ImageError on bytes that will not decode."""
+    saved = Image.MAX_IMAGE_PIXELS
+    try:
+        Image.MAX_IMAGE_PIXELS = MAX_PIXELS
+        with Image.open(io.BytesIO(data)) as im:
+            im.load()
+            rgb = im if im.mode == "RGB" else im.convert("RGB")
+            return np.asarray(rgb, dtype=np.uint8)
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError, Image.DecompressionBombError) as e:
+        raise ImageError(DropReason.UNDECODABLE_IMAGE, f"{type(e).__name__}: {e}") from e
+    finally:
+        Image.MAX_IMAGE_PIXELS = saved

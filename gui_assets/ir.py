@@ -1,0 +1,199 @@
+"""The intermediate representation every adapter produces and every writer consumes.
+
+A `GuiEpisode` is one demonstration: an instruction and an ordered list of `GuiStep`s. A step
+pairs one action with the observation the demonstrator saw BEFORE it (o_t, the pre-action
+frame). Observations are references into a content-addressed store of the ORIGINAL encoded
+screenshot bytes plus the pixel window of that image that was on screen, so nothing is decoded
+or re-encoded before the writer.
+
+Coordinates are normalized to [0, 1] against the observation window. A parameter slot whose
+mask is 0 holds 0: the IR never carries a coordinate the demonstration did not constrain.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class ActionType(enum.IntEnum):
+    """The action space; the integer code is the index (written to /data.attrs gui_action_types)."""
+
+    CLICK = 0
+    TYPE = 1
+    SELECT = 2
+    HOVER = 3
+    SCROLL = 4
+    DRAG = 5
+    PRESS_BACK = 6
+    PRESS_HOME = 7
+    PRESS_ENTER = 8
+    PRESS_KEY = 9
+    GOTO = 10
+    WAIT = 11
+    STOP = 12
+    FAIL = 13
+
+
+ACTION_TYPE_NAMES: list[str] = [t.name for t in ActionType]
+PARAM_NAMES: list[str] = ["x1", "y1", "x2", "y2"]
+
+POINT_MASK = (1.0, 1.0, 0.0, 0.0)
+SPAN_MASK = (1.0, 1.0, 1.0, 1.0)
+NO_MASK = (0.0, 0.0, 0.0, 0.0)
+
+# The mask of a grounded step of each type. An ungrounded step (no locatable element) of a
+# pointer type keeps its type with NO_MASK instead.
+GROUNDED_MASK: dict[ActionType, tuple[float, float, float, float]] = {
+    ActionType.CLICK: POINT_MASK,
+    ActionType.HOVER: POINT_MASK,
+    ActionType.SELECT: POINT_MASK,
+    ActionType.TYPE: POINT_MASK,
+    ActionType.SCROLL: SPAN_MASK,
+    ActionType.DRAG: SPAN_MASK,
+}
+POINTER_TYPES = frozenset(GROUNDED_MASK)
+
+
+def allowed_masks(action_type: ActionType) -> set[tuple[float, ...]]:
+    """Masks a step of this type may carry: its grounded row, or all-zero (ungrounded)."""
+    grounded = GROUNDED_MASK.get(action_type)
+    return {NO_MASK} if grounded is None else {grounded, NO_MASK}
+
+
+class DropReason(enum.StrEnum):
+    """Why a record did not become (part of) an episode. Counted in stats.drops by value."""
+
+    MISSING_SCREENSHOT = "missing_screenshot"
+    UNDECODABLE_IMAGE = "undecodable_image"
+    UNSUPPORTED_IMAGE_FORMAT = "unsupported_image_format"
+    UNKNOWN_ACTION_VERB = "unknown_action_verb"
+    MALFORMED_JSON = "malformed_json"
+    MALFORMED_RECORD = "malformed_record"
+    DUPLICATE_STEP = "duplicate_step"
+    EMPTY_EPISODE = "empty_episode"
+
+
+class UngroundedReason(enum.StrEnum):
+    """Why a pointer step kept its type but lost its coordinates (stats.ungrounded_by_reason)."""
+
+    NO_CANDIDATE = "no_candidate"
+    HIDDEN_ELEMENT = "hidden_element"
+    MALFORMED_BBOX = "malformed_bbox"
+    OUTSIDE_SCREENSHOT = "outside_screenshot"
+    OUTSIDE_VIEWPORT_X = "outside_viewport_x"
+
+
+@dataclass(frozen=True, slots=True)
+class SourceRef:
+    """Where a record came from upstream: enough to find the raw bytes again."""
+
+    repo_id: str
+    revision: str
+    file: str
+    row: int | None = None
+    member: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"repo_id": self.repo_id, "revision": self.revision, "file": self.file}
+        if self.row is not None:
+            d["row"] = self.row
+        if self.member is not None:
+            d["member"] = self.member
+        return d
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """The pre-action frame: the window (left, top, width, height) of a stored image.
+
+    `image_sha256` names the original encoded bytes in the image store. The window is in that
+    image's pixels; a window equal to the whole image is an ordinary screenshot.
+    """
+
+    image_sha256: str
+    image_ext: str
+    left: int
+    top: int
+    width: int
+    height: int
+
+
+@dataclass(frozen=True, slots=True)
+class GuiStep:
+    """One action a_t with its pre-action observation o_t."""
+
+    action_type: ActionType
+    params: tuple[float, float, float, float]
+    mask: tuple[float, float, float, float]
+    text: str
+    desc: str
+    observation: Observation
+    scroll: tuple[float, float]
+    ref: SourceRef
+    thought: str = ""
+    obs_stale: bool = False
+    ungrounded_reason: str = ""
+
+    def __post_init__(self) -> None:
+        # A broken invariant here is our bug, never a data problem: raise.
+        if self.mask not in allowed_masks(self.action_type):
+            raise ValueError(f"{self.action_type.name} cannot carry mask {self.mask}")
+        for p, m in zip(self.params, self.mask, strict=True):
+            if m == 0.0 and p != 0.0:
+                raise ValueError(f"masked slot holds {p}: an invented coordinate ({self.desc})")
+            if not 0.0 <= p <= 1.0:
+                raise ValueError(f"coordinate {p} outside [0, 1] ({self.desc})")
+
+    @property
+    def grounded(self) -> bool:
+        return self.mask != NO_MASK
+
+
+@dataclass(slots=True)
+class GuiEpisode:
+    """One demonstration. `attrs` holds source ids (annotation_id, task_id, ...) as strings."""
+
+    episode_id: str
+    source: str
+    instruction: str
+    steps: list[GuiStep]
+    success: bool = True
+    attrs: dict[str, str] = field(default_factory=dict)
+
+    def source_ref_json(self) -> str:
+        """The demo-level source_ref: the first step's ref plus every step's (file, row/member)."""
+        first = self.steps[0].ref
+        d = first.to_dict()
+        rows = [[s.ref.file, s.ref.row if s.ref.row is not None else s.ref.member] for s in self.steps]
+        d["steps"] = rows
+        return json.dumps(d, sort_keys=True, ensure_ascii=False)
+
+
+def fmt_coord(v: float) -> str:
+    return f"{v:.2f}"
+
+
+def view_direction(params: tuple[float, float, float, float]) -> str:
+    """The direction the VIEW moves for a scroll gesture: the inverse of the pointer travel."""
+    dx, dy = params[2] - params[0], params[3] - params[1]
+    if abs(dy) >= abs(dx):
+        return "down" if dy < 0 else "up"
+    return "right" if dx < 0 else "left"
+
+
+def describe(action_type: ActionType, params: tuple[float, ...], mask: tuple[float, ...], text: str) -> str:
+    """A short human-readable rendering, e.g. 'click(0.71, 0.78)', 'scroll(down)'."""
+    name = action_type.name.lower()
+    if action_type in (ActionType.SCROLL,):
+        return f"scroll({view_direction(params)})"  # type: ignore[arg-type]
+    args: list[str] = []
+    if mask[0]:
+        args += [fmt_coord(params[0]), fmt_coord(params[1])]
+    if mask[2]:
+        args += [fmt_coord(params[2]), fmt_coord(params[3])]
+    if text:
+        args.append(json.dumps(text, ensure_ascii=False))
+    return f"{name}({', '.join(args)})"

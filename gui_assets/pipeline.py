@@ -1,0 +1,205 @@
+"""The stages of one partition, as plain functions over paths (no Dagster).
+
+    fetch_raw        upstream files -> _work/<dir>/raw_manifest.json (sizes, sha256, revision)
+    build_episodes   raw files -> GuiEpisode IR (_work/<dir>/episodes/, _work/images/)
+    assign_splits    IR -> _work/<dir>/splits.parquet (main/val per episode, content hash)
+    write_shards     IR + splits -> <out>/<dir>/<dir>_NNNN.hdf5 (+ _work/<dir>/shards.json)
+    write_info       everything above -> <out>/<dir>/dataset_info.json
+
+Each stage reads only what the previous one persisted, so a Dagster asset runs exactly one
+stage and `build_directory` chains them in process for tests and debugging.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from gui_assets import mirror
+from gui_assets.atomic import atomic_path, atomic_write_text
+from gui_assets.config import BuildConfig
+from gui_assets.episode_store import EpisodeWriter, ImageStore, iter_episodes, read_episode_table, read_stats
+from gui_assets.layout import DatasetInfo, OutLayout, ShardEntry
+from gui_assets.mirror import RawPartition
+from gui_assets.sources import SourceSpec
+from gui_assets.splits import MAIN, VAL
+from gui_assets.stats import BuildStats
+from gui_assets.version import GUI_ASSETS_VERSION
+from gui_assets.writers.libero_hdf5 import LiberoShardWriter, sweep_directory
+
+
+class EmptyPartitionError(Exception):
+    """Nothing survived the adapter: there is no dataset to write, and the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class RawSettings:
+    """How raw files are obtained (GUI_ASSETS_SOURCE, GUI_ASSETS_MIRROR, HF_TOKEN)."""
+
+    mode: str  # "mirror" | "hub"
+    mirror: Path
+    token: str | None = None
+    endpoint: str | None = None
+    cache_dir: Path | None = None
+    revision: str | None = None
+
+
+def fetch_raw(spec: SourceSpec, key: str, layout: OutLayout, raw: RawSettings) -> RawPartition:
+    patterns = spec.file_patterns(key)
+    if raw.mode == "hub":
+        part = mirror.from_hub(
+            spec.repo_id,
+            patterns,
+            revision=raw.revision,
+            token=raw.token,
+            cache_dir=raw.cache_dir,
+            endpoint=raw.endpoint,
+        )
+    elif raw.mode == "mirror":
+        part = mirror.from_mirror(raw.mirror, spec.repo_id, patterns)
+    else:
+        raise ValueError(f"GUI_ASSETS_SOURCE must be 'mirror' or 'hub', not {raw.mode!r}")
+    part.write(layout.raw_manifest(spec.directory(key)))
+    return part
+
+
+def build_episodes(spec: SourceSpec, key: str, layout: OutLayout, config: BuildConfig) -> BuildStats:
+    directory = spec.directory(key)
+    raw = RawPartition.read(layout.raw_manifest(directory))
+    store = ImageStore(layout.image_store)
+    stats = BuildStats()
+    writer = EpisodeWriter(layout.episodes(directory))
+    try:
+        for episode in spec.adapter(raw, store, stats, config):
+            stats.episodes_out += 1
+            for step in episode.steps:
+                stats.count_step(step)
+            writer.add(episode)
+    except BaseException:
+        writer.abort()
+        raise
+    if stats.episodes_out == 0:
+        writer.abort()
+        raise EmptyPartitionError(
+            f"{directory}: no episode survived the {spec.name} adapter "
+            f"({stats.files_in} files, {stats.episodes_in} episodes in, drops {dict(stats.drops)})"
+        )
+    writer.close(stats)
+    return stats
+
+
+_SPLIT_SCHEMA = pa.schema([("episode_id", pa.string()), ("part", pa.string()), ("content_hash", pa.string())])
+
+
+def assign_splits(spec: SourceSpec, key: str, layout: OutLayout) -> dict[str, Any]:
+    directory = spec.directory(key)
+    table = read_episode_table(layout.episodes(directory))
+    rows = []
+    for r in table.select(["episode_id", "attrs", "content_hash"]).to_pylist():
+        part = spec.split_rule.assign(r["episode_id"], json.loads(r["attrs"]))
+        rows.append({"episode_id": r["episode_id"], "part": part, "content_hash": r["content_hash"]})
+    path = layout.splits(directory)
+    with atomic_path(path) as tmp:
+        pq.write_table(pa.Table.from_pylist(rows, schema=_SPLIT_SCHEMA), tmp)
+    return {
+        "rule": spec.split_rule.record(),
+        "episodes": len(rows),
+        MAIN: sum(r["part"] == MAIN for r in rows),
+        VAL: sum(r["part"] == VAL for r in rows),
+    }
+
+
+def read_splits(layout: OutLayout, directory: str) -> dict[str, str]:
+    table = pq.read_table(layout.splits(directory), columns=["episode_id", "part"])
+    return dict(zip(table["episode_id"].to_pylist(), table["part"].to_pylist(), strict=True))
+
+
+def write_shards(spec: SourceSpec, key: str, layout: OutLayout, config: BuildConfig) -> dict[str, Any]:
+    """Write the main (and, where the split rule makes one, val) shard series."""
+    directory = spec.directory(key)
+    parts = read_splits(layout, directory)
+    store = ImageStore(layout.image_store)
+    out_dir = layout.directory(directory)
+    sweep_directory(out_dir)
+    writers = {
+        MAIN: LiberoShardWriter(out_dir, directory, spec.name, store, config),
+        VAL: LiberoShardWriter(out_dir, directory, spec.name, store, config, val=True),
+    }
+    try:
+        for episode in iter_episodes(layout.episodes(directory)):
+            writers[parts[episode.episode_id]].add_episode(episode)
+    except BaseException:
+        for w in writers.values():
+            w.abort()
+        raise
+    if writers[MAIN].stats.episodes_written == 0:
+        for w in writers.values():
+            w.abort()
+        drops = writers[MAIN].stats.build_stats.drops
+        raise EmptyPartitionError(
+            f"{directory}: no episode could be written to a shard (drops {dict(drops)})"
+        )
+    entries = {part: w.close() for part, w in writers.items()}
+    stats = writers[MAIN].stats.build_stats + writers[VAL].stats.build_stats
+    pointer = sum(w.stats.pointer_steps for w in writers.values())
+    hits = sum(w.stats.target_inside_eye for w in writers.values())
+    manifest = {
+        "shards": [e.to_dict() for e in entries[MAIN]],
+        "val_shards": [e.to_dict() for e in entries[VAL]],
+        "stats": stats.to_dict(),
+        "eye": {"pointer_steps": pointer, "target_inside_eye": hits},
+    }
+    atomic_write_text(layout.shard_manifest(directory), json.dumps(manifest, indent=2) + "\n")
+    return manifest
+
+
+def write_info(spec: SourceSpec, key: str, layout: OutLayout, config: BuildConfig) -> DatasetInfo:
+    directory = spec.directory(key)
+    raw = RawPartition.read(layout.raw_manifest(directory))
+    adapter_stats = read_stats(layout.episodes(directory))
+    manifest = json.loads(layout.shard_manifest(directory).read_text(encoding="utf-8"))
+    written = BuildStats.from_dict(manifest["stats"])
+    pointer, hits = manifest["eye"]["pointer_steps"], manifest["eye"]["target_inside_eye"]
+    stats = written.to_dict()
+    stats.update(
+        files_in=adapter_stats.files_in,
+        episodes_in=adapter_stats.episodes_in,
+        drops=dict(sorted((adapter_stats.drops + written.drops).items())),
+        target_inside_eye_in_hand_rate=round(hits / pointer, 6) if pointer else 0.0,
+        target_inside_eye_in_hand={"numerator": hits, "denominator": pointer},
+    )
+    info = DatasetInfo(
+        directory=directory,
+        source=spec.name,
+        split=key,
+        build={
+            "gui_assets_version": GUI_ASSETS_VERSION,
+            "adapter": spec.adapter_name,
+            "config": config.to_dict(),
+            "upstream": raw.upstream_record(),
+            "split_rule": spec.split_rule.record(),
+        },
+        stats=stats,
+        shards=[ShardEntry(**s) for s in manifest["shards"]],
+        val_shards=[ShardEntry(**s) for s in manifest["val_shards"]],
+    )
+    info.write(layout.dataset_info(directory))
+    return info
+
+
+def build_directory(
+    spec: SourceSpec, key: str, out: Path, raw: RawSettings, config: BuildConfig | None = None
+) -> DatasetInfo:
+    """Every stage of one partition in process: the same functions the assets call."""
+    config = config or BuildConfig()
+    layout = OutLayout(out)
+    fetch_raw(spec, key, layout, raw)
+    build_episodes(spec, key, layout, config)
+    assign_splits(spec, key, layout)
+    write_shards(spec, key, layout, config)
+    return write_info(spec, key, layout, config)

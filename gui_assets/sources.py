@@ -1,0 +1,55 @@
+"""One declaration per source: what the factory needs to build its asset chain and checks."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from gui_assets.adapters import mind2web
+from gui_assets.config import BuildConfig
+from gui_assets.episode_store import ImageStore
+from gui_assets.ir import GuiEpisode
+from gui_assets.mirror import RawPartition
+from gui_assets.splits import SplitRule, shipped_split
+from gui_assets.stats import BuildStats
+
+Adapter = Callable[[RawPartition, ImageStore, BuildStats, BuildConfig], Iterator[GuiEpisode]]
+
+
+@dataclass(frozen=True, slots=True)
+class SourceSpec:
+    name: str  # the root asset key and the asset group
+    repo_id: str  # upstream repo, also the mirror path <mirror>/<owner>/<repo>
+    partition_keys: tuple[str, ...]  # output directories are f"{name}_{key}"
+    file_patterns: Callable[[str], list[str]]  # partition key -> globs of repo paths
+    adapter: Adapter
+    split_rule: SplitRule
+    description: str
+    license: str
+    platform: str
+
+    def directory(self, key: str) -> str:
+        if key not in self.partition_keys:
+            raise KeyError(f"{self.name} has no partition {key!r} (known: {', '.join(self.partition_keys)})")
+        return f"{self.name}_{key}"
+
+    @property
+    def adapter_name(self) -> str:
+        return self.adapter.__module__
+
+
+MIND2WEB = SourceSpec(
+    name="mind2web",
+    repo_id=mind2web.REPO_ID,
+    partition_keys=mind2web.SPLITS,
+    file_patterns=mind2web.file_patterns,
+    adapter=mind2web.episodes,
+    split_rule=shipped_split,
+    description="Multimodal-Mind2Web: human web demonstrations, full-page screenshots sliced into "
+    "1280x1080 viewports, with SCROLL steps to targets below the fold.",
+    license="openrail",
+    platform="web",
+)
+
+SOURCES: tuple[SourceSpec, ...] = (MIND2WEB,)
+SOURCES_BY_NAME = {s.name: s for s in SOURCES}
