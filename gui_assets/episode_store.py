@@ -31,7 +31,7 @@ EPISODES_FILE = "episodes.parquet"
 STEPS_FILE = "steps.parquet"
 STATS_FILE = "stats.json"
 
-_F4 = pa.list_(pa.float32(), 4)
+_F4 = pa.list_(pa.float64(), 4)  # exact round trip; the HDF5 contract narrows to float32
 
 EPISODE_SCHEMA = pa.schema(
     [
@@ -61,8 +61,8 @@ STEP_SCHEMA = pa.schema(
         ("obs_top", pa.int32()),
         ("obs_width", pa.int32()),
         ("obs_height", pa.int32()),
-        ("scroll_x", pa.float32()),
-        ("scroll_y", pa.float32()),
+        ("scroll_x", pa.float64()),
+        ("scroll_y", pa.float64()),
         ("ref_repo_id", pa.string()),
         ("ref_revision", pa.string()),
         ("ref_file", pa.string()),

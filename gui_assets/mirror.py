@@ -140,8 +140,9 @@ def from_hub(
     dropped connection fetches only what is missing. The snapshot folder is named by the
     resolved commit, which is recorded as the revision.
     """
+    import httpx2  # huggingface_hub's HTTP client: transport failures surface as its errors
     from huggingface_hub import snapshot_download
-    from huggingface_hub.errors import HfHubHTTPError
+    from huggingface_hub.errors import EntryNotFoundError
 
     try:
         snapshot = Path(
@@ -155,8 +156,11 @@ def from_hub(
                 endpoint=endpoint,
             )
         )
-    except HfHubHTTPError as e:
-        # The message carries the URL and status, never the token.
-        raise RawInputError(f"hub download of {repo_id} ({patterns}) failed: {e}") from None
+    except (httpx2.HTTPError, EntryNotFoundError, OSError) as e:
+        # HTTP statuses, dropped connections (after huggingface_hub's own retries), an empty
+        # cache when offline. The message carries the URL and status, never the token.
+        raise RawInputError(
+            f"hub download of {repo_id} ({patterns}) failed: {type(e).__name__}: {e}"
+        ) from None
     files = match_files(snapshot, patterns)
     return _manifest(repo_id, snapshot.name, "hub", patterns, files)

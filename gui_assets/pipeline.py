@@ -76,9 +76,7 @@ def build_episodes(spec: SourceSpec, key: str, layout: OutLayout, config: BuildC
     writer = EpisodeWriter(layout.episodes(directory))
     try:
         for episode in spec.adapter(raw, store, stats, config):
-            stats.episodes_out += 1
-            for step in episode.steps:
-                stats.count_step(step)
+            stats.count_episode(episode)
             writer.add(episode)
     except BaseException:
         writer.abort()

@@ -6,7 +6,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from gui_assets.ir import ActionType, GuiStep, view_direction
+from gui_assets.ir import ActionType, GuiEpisode, GuiStep, view_direction
 
 # Gesture magnitude (share of the frame the pointer travels) buckets of the scroll histogram.
 SCROLL_BUCKETS: tuple[tuple[float, str], ...] = (
@@ -51,6 +51,12 @@ class BuildStats:
         if not step.grounded and step.ungrounded_reason:
             self.ungrounded_steps += 1
             self.ungrounded_by_reason[step.ungrounded_reason] += 1
+
+    def count_episode(self, episode: GuiEpisode) -> None:
+        """Count an episode that leaves this stage, with all its steps."""
+        self.episodes_out += 1
+        for step in episode.steps:
+            self.count_step(step)
 
     def __add__(self, other: BuildStats) -> BuildStats:
         hist = {d: Counter(c) for d, c in self.scroll_histogram.items()}

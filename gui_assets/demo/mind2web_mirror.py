@@ -96,6 +96,7 @@ def _tasks(split: str) -> list[DemoTask]:
                 "Car rental",
                 [
                     DemoAction("CLICK", _btn("Cars", 420, 180)),
+                    DemoAction("TYPE", _inp("Driver age", 330, 236), "30"),  # right below: in the eye window
                     DemoAction(
                         "TYPE", _inp("Pick-up location", 300, 1620), "Brooklyn Central", page=(1280, 2400)
                     ),
@@ -163,7 +164,7 @@ def _tasks(split: str) -> list[DemoTask]:
                 [
                     DemoAction("CLICK", _btn("Reserve", 820, 3050), page=(1280, 3100)),
                     DemoAction("SELECT", _sel("2 guests", 420, 260), "2 guests"),
-                    DemoAction("SELECT", _sel("7:00 PM", 720, 260), "7:00 PM", file=1),
+                    DemoAction("SELECT", _sel("7:00 PM", 470, 300), "7:00 PM", file=1),
                     DemoAction("CLICK", _btn("Confirm", 600, 1300), page=(1280, 1500), file=1),
                 ],
             ),

@@ -89,8 +89,9 @@ def _draw_widget(d: ImageDraw.ImageDraw, w: Widget) -> None:
             ],
             fill=(40, 40, 40),
         )
-    else:
-        d.text((w.x, w.y + w.h / 2), w.label, fill=(0, 90, 200), font=font, anchor="lm")
+    else:  # a link: its box is what the DOM reports, so it is drawn whole (a tinted banner)
+        d.rectangle(box, fill=(225, 236, 252))
+        d.text((w.x + 8, w.y + w.h / 2), w.label, fill=(0, 90, 200), font=font, anchor="lm")
         d.line([w.x, w.y + w.h - 3, w.x + w.w, w.y + w.h - 3], fill=(0, 90, 200), width=1)
 
 

@@ -237,9 +237,7 @@ class LiberoShardWriter:
         self.stats.episodes_written += 1
         self.stats.pointer_steps += pointer
         self.stats.target_inside_eye += hits
-        self.stats.build_stats.episodes_out += 1
-        for step in episode.steps:
-            self.stats.build_stats.count_step(step)
+        self.stats.build_stats.count_episode(episode)
         return True
 
     def _write_demo(self, data: h5py.Group, name: str, ep: GuiEpisode) -> tuple[int, int]:

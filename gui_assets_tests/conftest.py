@@ -1,0 +1,118 @@
+"""Fixture factories: real-format inputs built in code, and one demo build shared per session."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from gui_assets.demo import ensure_demo_mirror
+from gui_assets.demo.mind2web_mirror import SCHEMA
+from gui_assets.demo.render import Widget, encode, render_page
+from gui_assets.layout import DatasetInfo
+from gui_assets.pipeline import RawSettings, build_directory
+from gui_assets.sources import MIND2WEB
+
+REPO = "osunlp/Multimodal-Mind2Web"
+
+
+def page_bytes(
+    width: int = 1280,
+    height: int = 1080,
+    fmt: str = "png",
+    widgets: list[Widget] | None = None,
+    seed: int = 1,
+) -> bytes:
+    """A real screenshot of a UI-like page."""
+    return encode(render_page(seed, width, height, widgets or [], "testsite"), fmt)
+
+
+def candidate(rect: str, original: bool | None = None, tag: str = "button") -> str:
+    """A pos_candidates entry as the parquet stores it: JSON whose `attributes` is JSON again."""
+    c: dict[str, Any] = {
+        "tag": tag,
+        "attributes": json.dumps({"backend_node_id": "42", "bounding_box_rect": rect}),
+    }
+    if original is not None:
+        c["is_original_target"] = original
+    return json.dumps(c)
+
+
+def m2w_row(
+    annotation_id: str = "task-1",
+    index: Any = "0",
+    op: str = "CLICK",
+    value: str = "",
+    original_op: str | None = None,
+    rect: str | None = "100,100,200,50",
+    screenshot: bytes | None = None,
+    page: tuple[int, int] = (1280, 1080),
+    task: str = "do the thing",
+    operation: str | None = None,
+    pos_candidates: list[str] | None = None,
+) -> dict[str, Any]:
+    """One Multimodal-Mind2Web parquet row; every field in its upstream type."""
+    if pos_candidates is None:
+        pos_candidates = [candidate(rect)] if rect is not None else []
+    if screenshot is None:
+        screenshot = page_bytes(*page)
+    return {
+        "action_uid": f"{annotation_id}-{index}",
+        "raw_html": "<html></html>",
+        "cleaned_html": "<html></html>",
+        "operation": operation
+        if operation is not None
+        else json.dumps({"original_op": original_op or op, "value": value, "op": op}),
+        "pos_candidates": pos_candidates,
+        "neg_candidates": [],
+        "website": "site",
+        "domain": "Travel",
+        "subdomain": "Airlines",
+        "annotation_id": annotation_id,
+        "confirmed_task": task,
+        "screenshot": {"bytes": screenshot, "path": None} if screenshot != b"" else None,
+        "action_reprs": ["[button]  x -> CLICK"],
+        "target_action_index": index if isinstance(index, str) or index is None else str(index),
+        "target_action_reprs": "[button]  x -> CLICK",
+    }
+
+
+WriteMirror = Callable[..., Path]
+
+
+@pytest.fixture
+def write_m2w(tmp_path: Path) -> WriteMirror:
+    """write_m2w([[rows of file 0], [rows of file 1]], split="train") -> the mirror root."""
+
+    def write(files: list[list[dict[str, Any]]], split: str = "train") -> Path:
+        data = tmp_path / "mirror" / REPO / "data"
+        data.mkdir(parents=True, exist_ok=True)
+        for i, rows in enumerate(files):
+            name = f"{split}-{i:05d}-of-{len(files):05d}-{i:016x}.parquet"
+            pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMA), data / name)
+        return tmp_path / "mirror"
+
+    return write
+
+
+@pytest.fixture(scope="session")
+def demo_mirror(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return ensure_demo_mirror(tmp_path_factory.mktemp("demo") / "mirror")
+
+
+@pytest.fixture(scope="session")
+def demo_build(
+    tmp_path_factory: pytest.TempPathFactory, demo_mirror: Path
+) -> tuple[Path, dict[str, DatasetInfo]]:
+    """Every Mind2Web partition of the demo mirror built once: (out dir, infos by partition)."""
+    out = tmp_path_factory.mktemp("build")
+    infos = {
+        key: build_directory(MIND2WEB, key, out, RawSettings(mode="mirror", mirror=demo_mirror))
+        for key in MIND2WEB.partition_keys
+    }
+    return out, infos

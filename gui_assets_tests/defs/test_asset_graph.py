@@ -1,0 +1,104 @@
+"""Pin what users select by: asset keys, groups, deps, partition keys, selections, code versions."""
+
+from __future__ import annotations
+
+import dagster as dg
+import pytest
+
+from gui_assets import defs
+from gui_assets.defs.factory import build_source_defs
+from gui_assets.sources import SOURCES
+
+CHAIN = ["mind2web", "mind2web_episodes", "mind2web_splits", "mind2web_shards", "mind2web_dataset_info"]
+EXPECTED_GRAPH = {
+    "mind2web": [],
+    "mind2web_episodes": ["mind2web"],
+    "mind2web_splits": ["mind2web_episodes"],
+    "mind2web_shards": ["mind2web_splits"],
+    "mind2web_dataset_info": ["mind2web_shards"],
+}
+EXPECTED_KINDS = {
+    "mind2web": {"huggingface", "python"},
+    "mind2web_episodes": {"parquet", "python"},
+    "mind2web_splits": {"parquet", "python"},
+    "mind2web_shards": {"hdf5", "python"},
+    "mind2web_dataset_info": {"json", "python"},
+}
+
+
+def graph() -> dg.AssetGraph:
+    return defs.resolve_asset_graph()
+
+
+def test_definitions_load():
+    dg.Definitions.validate_loadable(defs)
+
+
+def test_asset_keys_and_deps_are_pinned():
+    g = graph()
+    got = {
+        k.to_user_string(): sorted(p.to_user_string() for p in g.get(k).parent_keys)
+        for k in g.get_all_asset_keys()
+    }
+    assert got == EXPECTED_GRAPH
+
+
+def test_groups_partitions_kinds_owners_and_versions():
+    g = graph()
+    for key in CHAIN:
+        node = g.get(dg.AssetKey(key))
+        assert node.group_name == "mind2web"
+        assert node.partitions_def.get_partition_keys() == [
+            "train",
+            "test_task",
+            "test_website",
+            "test_domain",
+        ]
+        assert node.code_version and len(node.code_version) == 16
+        assert node.owners == ["team:gui_assets"]
+        assert node.description
+        assert {k.split("/")[-1] for k in node.tags if k.startswith("dagster/kind/")} == EXPECTED_KINDS[key]
+        assert "dagster/code_references" in node.metadata
+    # one PartitionsDefinition object for the whole chain: the CLI's --partition needs that
+    assert len({id(g.get(dg.AssetKey(k)).partitions_def) for k in CHAIN}) == 1
+
+
+@pytest.mark.parametrize(
+    ("selection", "expected"),
+    [
+        ("mind2web*", set(CHAIN)),
+        ("group:mind2web", set(CHAIN)),
+        ("mind2web_shards*", {"mind2web_shards", "mind2web_dataset_info"}),
+        ("*mind2web_splits", {"mind2web", "mind2web_episodes", "mind2web_splits"}),
+    ],
+)
+def test_selection_strings_users_type(selection, expected):
+    keys = dg.AssetSelection.from_string(selection).resolve(graph())
+    assert {k.to_user_string() for k in keys} == expected
+
+
+def test_every_source_spec_yields_exactly_its_chain_without_overlap():
+    seen: set[str] = set()
+    for spec in SOURCES:
+        d = build_source_defs(spec)
+        keys = {k.to_user_string() for a in d.assets for k in a.keys}
+        assert keys == {
+            spec.name,
+            *(f"{spec.name}_{s}" for s in ("episodes", "splits", "shards", "dataset_info")),
+        }
+        assert not keys & seen
+        seen |= keys
+
+
+def test_code_version_changes_with_the_module_source(tmp_path, monkeypatch):
+    import types
+
+    from gui_assets.defs import factory
+
+    a = tmp_path / "a.py"
+    a.write_text("x = 1\n")
+    mod = types.ModuleType("fake_stage")
+    mod.__file__ = str(a)
+    before = factory.code_version(mod)
+    a.write_text("x = 2\n")
+    assert factory.code_version(mod) != before

@@ -1,0 +1,170 @@
+"""Materializing the chain through Dagster: files, metadata, data versions, failures, hub mode."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from gui_assets import defs
+from gui_assets.defs.resources import BuildSettings, GuiAssetsPaths, HubResource
+from gui_assets_tests.defs.test_asset_graph import CHAIN
+from gui_assets_tests.hub_server import LocalHub
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def assets() -> list[dg.AssetsDefinition]:
+    return list(defs.assets)  # type: ignore[arg-type]
+
+
+def run(
+    out: Path,
+    partition: str,
+    mirror: Path | None = None,
+    source: str | None = None,
+    instance: dg.DagsterInstance | None = None,
+    **build,
+) -> dg.ExecuteInProcessResult:
+    return dg.materialize(
+        assets(),
+        partition_key=partition,
+        resources={
+            "paths": GuiAssetsPaths(out=str(out), mirror=str(mirror) if mirror else None, source=source),
+            "hub": HubResource(cache_dir=str(out / "hf_cache")),
+            "build": BuildSettings(**build),
+        },
+        instance=instance,
+        raise_on_error=False,
+    )
+
+
+def metadata(result: dg.ExecuteInProcessResult, key: str) -> dict:
+    (mat,) = result.asset_materializations_for_node(key)
+    return {k: v.value for k, v in mat.metadata.items()}
+
+
+def test_chain_materializes_one_partition_with_metadata(tmp_path, demo_mirror):
+    with dg.instance_for_test() as instance:
+        result = run(tmp_path, "test_task", demo_mirror, instance=instance)
+        assert result.success
+        raw = metadata(result, "mind2web")
+        assert raw["files"] == 1 and raw["mode"] == "mirror" and raw["revision"] == "local-mirror"
+        ep = metadata(result, "mind2web_episodes")
+        assert ep["episodes_out"] == 2 and ep["drops"] == {}
+        sh = metadata(result, "mind2web_shards")
+        assert sh["shards"] == 1 and sh["demos"] == 2 and sh["steps"] == ep["steps"]
+        info = metadata(result, "mind2web_dataset_info")
+        assert Path(info["path"]) == tmp_path / "mind2web_test_task" / "dataset_info.json"
+        on_disk = json.loads(Path(info["path"]).read_text())
+        assert on_disk["stats"]["steps"] == sh["steps"] and on_disk["split"] == "test_task"
+        versions = _data_versions(result)
+        assert set(versions) == set(CHAIN)
+        for key in CHAIN:  # the instance records what the run reported, per partition
+            rec = instance.get_latest_data_version_record(dg.AssetKey(key), partition_key="test_task")
+            assert rec is not None and rec.asset_materialization.tags["dagster/data_version"] == versions[key]
+        again = run(tmp_path, "test_task", demo_mirror, instance=instance)
+        assert again.success and _data_versions(again) == versions  # nothing changed: same data versions
+
+
+def _data_versions(result: dg.ExecuteInProcessResult) -> dict[str, str]:
+    out = {}
+    for ev in result.get_asset_materialization_events():
+        mat = ev.event_specific_data.materialization
+        out[mat.asset_key.to_user_string()] = mat.tags["dagster/data_version"]
+    return out
+
+
+def test_a_byte_changing_knob_changes_the_shards_data_version(tmp_path, demo_mirror):
+    a = _data_versions(run(tmp_path / "a", "test_domain", demo_mirror))
+    b = _data_versions(run(tmp_path / "b", "test_domain", demo_mirror, gzip_level=1))
+    assert a["mind2web_episodes"] == b["mind2web_episodes"]
+    assert a["mind2web_shards"] != b["mind2web_shards"]
+
+
+def test_a_missing_mirror_fails_the_partition_naming_it(tmp_path):
+    result = run(tmp_path, "train", tmp_path / "nowhere")
+    assert not result.success
+    failure = next(e for e in result.all_events if e.event_type == dg.DagsterEventType.STEP_FAILURE)
+    assert "mirror has no osunlp/Multimodal-Mind2Web" in str(failure.event_specific_data.error)
+    assert not (tmp_path / "mind2web_train").exists()
+
+
+def test_with_nothing_set_the_demo_mirror_is_generated_and_used(tmp_path, monkeypatch):
+    for var in ("GUI_ASSETS_MIRROR", "GUI_ASSETS_SOURCE", "HF_TOKEN"):
+        monkeypatch.delenv(var, raising=False)
+    result = run(tmp_path, "test_website")
+    assert result.success
+    assert metadata(result, "mind2web")["demo_mirror"] is True
+    assert (tmp_path / "_work" / "demo_mirror" / "osunlp" / "Multimodal-Mind2Web" / "data").is_dir()
+
+
+def test_hub_mode_through_dagster_against_a_localhost_hub(tmp_path, demo_mirror, monkeypatch):
+    token = "hf_dagster_secret_token_0000"
+    monkeypatch.setenv("HF_TOKEN", token)
+    with LocalHub(demo_mirror) as hub:
+        monkeypatch.setenv("HF_ENDPOINT", hub.endpoint)
+        result = run(tmp_path, "test_task", source="hub")
+        assert result.success
+        repo_requests = [r for r in hub.state.requests if "osunlp/Multimodal-Mind2Web" in r.path]
+        assert repo_requests and all(r.authorized for r in repo_requests)  # HF_TOKEN reached the hub
+    raw = metadata(result, "mind2web")
+    assert raw["mode"] == "hub" and raw["revision"] == hub.state.commit
+    info = json.loads((tmp_path / "mind2web_test_task" / "dataset_info.json").read_text())
+    assert info["build"]["upstream"]["revision"] == hub.state.commit
+    everything = json.dumps([str(e) for e in result.all_events])
+    assert token not in everything
+
+
+@pytest.mark.slow
+def test_the_readme_cli_command_builds_the_demo(tmp_path):
+    """`dagster asset materialize -m gui_assets --select 'mind2web*' --partition train`, nothing set."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GUI_ASSETS_", "DAGSTER_HOME", "HF_"))}
+    cmd = [
+        sys.executable,
+        "-m",
+        "dagster",
+        "asset",
+        "materialize",
+        "-m",
+        "gui_assets",
+        "--select",
+        "mind2web*",
+        "--partition",
+        "train",
+    ]
+    r = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "RUN_SUCCESS" in r.stderr + r.stdout
+    d = tmp_path / "build" / "mind2web_train"
+    assert (d / "mind2web_train_0000.hdf5").is_file() and (d / "dataset_info.json").is_file()
+    validator = ROOT.parent / "shared" / "tools" / "validate_output.py"
+    if validator.is_file():
+        v = subprocess.run(
+            [sys.executable, str(validator), str(tmp_path / "build")], capture_output=True, text=True
+        )
+        assert v.returncode == 0, v.stdout
+
+
+@pytest.mark.slow
+def test_an_unknown_partition_is_refused_by_the_cli(tmp_path):
+    cmd = [
+        sys.executable,
+        "-m",
+        "dagster",
+        "asset",
+        "materialize",
+        "-m",
+        "gui_assets",
+        "--select",
+        "mind2web*",
+        "--partition",
+        "validation",
+    ]
+    r = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert r.returncode != 0

@@ -1,0 +1,67 @@
+"""The IR on disk: Parquet tables polars can scan, original bytes by hash, atomic publish."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from gui_assets.episode_store import EpisodeWriter, ImageStore, iter_episodes, read_stats
+from gui_assets.ir import POINT_MASK, ActionType, GuiEpisode, GuiStep, Observation, SourceRef
+from gui_assets.stats import BuildStats
+from gui_assets_tests.conftest import page_bytes
+
+
+def make_episode(store: ImageStore, eid: str, n: int) -> GuiEpisode:
+    shot = page_bytes(320, 240, seed=n)
+    sha = store.put(shot, "png")
+    steps = [
+        GuiStep(
+            ActionType.CLICK,
+            (0.1 * (i + 1), 0.5, 0.0, 0.0),
+            POINT_MASK,
+            f"t{i}",
+            "click",
+            Observation(sha, "png", 0, 0, 320, 240),
+            (0.0, 0.0),
+            SourceRef("r", "v", "f.parquet", row=i),
+        )
+        for i in range(n)
+    ]
+    return GuiEpisode(eid, "test", f"do {eid}", steps, attrs={"k": eid})
+
+
+def test_round_trip_and_polars_scan(tmp_path):
+    store = ImageStore(tmp_path / "img")
+    eps = [make_episode(store, f"e{i}", i + 1) for i in range(3)]
+    w = EpisodeWriter(tmp_path / "ir")
+    for e in eps:
+        w.add(e)
+    stats = BuildStats(episodes_in=3)
+    w.close(stats)
+    back = list(iter_episodes(tmp_path / "ir"))
+    assert [(e.episode_id, len(e.steps), e.instruction, e.attrs) for e in back] == [
+        (e.episode_id, len(e.steps), e.instruction, e.attrs) for e in eps
+    ]
+    assert back[2].steps[1] == eps[2].steps[1]
+    steps = pl.scan_parquet(tmp_path / "ir" / "steps.parquet").group_by("episode_id").len().collect()
+    assert sorted(steps.rows()) == [("e0", 1), ("e1", 2), ("e2", 3)]
+    assert read_stats(tmp_path / "ir").episodes_in == 3
+
+
+def test_images_are_stored_once_by_content(tmp_path):
+    store = ImageStore(tmp_path / "img")
+    shot = page_bytes(100, 100)
+    a, b = store.put(shot, "png"), store.put(shot, "png")
+    assert a == b and store.get(a, "png") == shot
+    assert len(list((tmp_path / "img").rglob("*.png"))) == 1
+
+
+def test_an_aborted_write_leaves_the_previous_ir(tmp_path):
+    store = ImageStore(tmp_path / "img")
+    w = EpisodeWriter(tmp_path / "ir")
+    w.add(make_episode(store, "old", 1))
+    w.close(BuildStats())
+    w2 = EpisodeWriter(tmp_path / "ir")
+    w2.add(make_episode(store, "new", 2))
+    w2.abort()
+    assert [e.episode_id for e in iter_episodes(tmp_path / "ir")] == ["old"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["img", "ir"]

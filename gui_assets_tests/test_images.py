@@ -1,0 +1,36 @@
+"""Screenshot bytes are identified by content and fail with named reasons."""
+
+from __future__ import annotations
+
+import pytest
+
+from gui_assets.images import ImageError, decode_rgb, inspect
+from gui_assets_tests.conftest import page_bytes
+
+
+def test_png_and_jpeg_are_identified_by_content():
+    assert inspect(page_bytes(300, 200)).ext == "png"
+    h = inspect(page_bytes(300, 200, fmt="jpg"))
+    assert (h.ext, h.width, h.height) == ("jpg", 300, 200)
+    assert decode_rgb(page_bytes(300, 200)).shape == (200, 300, 3)
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        (b"GIF89a....", "unsupported_image_format"),
+        (b"", "unsupported_image_format"),
+        (b"\x89PNG\r\n\x1a\n" + b"\x00" * 30, "undecodable_image"),
+        (b"\xff\xd8\xff\xe0garbage", "undecodable_image"),
+    ],
+)
+def test_bad_bytes_name_their_drop_reason(data, reason):
+    with pytest.raises(ImageError) as e:
+        inspect(data)
+    assert e.value.reason.value == reason
+
+
+def test_a_truncated_png_is_caught_before_it_reaches_the_store():
+    data = page_bytes(400, 300)
+    with pytest.raises(ImageError):
+        inspect(data[: len(data) - 200])

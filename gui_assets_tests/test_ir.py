@@ -1,0 +1,81 @@
+"""IR invariants: the mask table, never an invented coordinate, descriptions."""
+
+from __future__ import annotations
+
+import pytest
+
+from gui_assets.ir import (
+    ACTION_TYPE_NAMES,
+    NO_MASK,
+    POINT_MASK,
+    SPAN_MASK,
+    ActionType,
+    GuiStep,
+    Observation,
+    SourceRef,
+    allowed_masks,
+    describe,
+    view_direction,
+)
+
+OBS = Observation("0" * 64, "png", 0, 0, 10, 10)
+REF = SourceRef("r", "v", "f")
+
+
+def test_action_type_order_is_the_spec_order():
+    assert ACTION_TYPE_NAMES == [
+        "CLICK",
+        "TYPE",
+        "SELECT",
+        "HOVER",
+        "SCROLL",
+        "DRAG",
+        "PRESS_BACK",
+        "PRESS_HOME",
+        "PRESS_ENTER",
+        "PRESS_KEY",
+        "GOTO",
+        "WAIT",
+        "STOP",
+        "FAIL",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("t", "masks"),
+    [
+        (ActionType.CLICK, {POINT_MASK, NO_MASK}),
+        (ActionType.TYPE, {POINT_MASK, NO_MASK}),
+        (ActionType.SCROLL, {SPAN_MASK, NO_MASK}),
+        (ActionType.DRAG, {SPAN_MASK, NO_MASK}),
+        (ActionType.PRESS_ENTER, {NO_MASK}),
+        (ActionType.GOTO, {NO_MASK}),
+        (ActionType.STOP, {NO_MASK}),
+    ],
+)
+def test_mask_table(t, masks):
+    assert allowed_masks(t) == masks
+
+
+def test_a_step_refuses_a_mask_outside_its_row():
+    with pytest.raises(ValueError, match="cannot carry mask"):
+        GuiStep(ActionType.PRESS_ENTER, (0.1, 0.1, 0, 0), POINT_MASK, "", "", OBS, (0, 0), REF)
+
+
+def test_a_step_refuses_an_invented_coordinate():
+    with pytest.raises(ValueError, match="invented coordinate"):
+        GuiStep(ActionType.CLICK, (0.1, 0.2, 0.3, 0.0), POINT_MASK, "", "", OBS, (0, 0), REF)
+
+
+def test_a_step_refuses_coordinates_outside_the_frame():
+    with pytest.raises(ValueError, match="outside"):
+        GuiStep(ActionType.CLICK, (1.2, 0.2, 0, 0), POINT_MASK, "", "", OBS, (0, 0), REF)
+
+
+def test_scroll_desc_names_the_view_direction_the_inverse_of_the_gesture():
+    assert view_direction((0.5, 0.8, 0.5, 0.2)) == "down"
+    assert view_direction((0.5, 0.2, 0.5, 0.8)) == "up"
+    assert view_direction((0.8, 0.5, 0.2, 0.5)) == "right"
+    assert describe(ActionType.SCROLL, (0.5, 0.8, 0.5, 0.2), SPAN_MASK, "") == "scroll(down)"
+    assert describe(ActionType.CLICK, (0.714, 0.78, 0, 0), POINT_MASK, "") == "click(0.71, 0.78)"
+    assert describe(ActionType.CLICK, (0, 0, 0, 0), NO_MASK, "") == "click()"

@@ -1,0 +1,103 @@
+"""Raw inputs: the local mirror listing and hub-mode downloads against a localhost hub."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gui_assets.adapters.mind2web import file_patterns
+from gui_assets.mirror import LOCAL_REVISION, RawInputError, from_hub, from_mirror
+from gui_assets.pipeline import RawSettings, build_directory
+from gui_assets.sources import MIND2WEB
+from gui_assets_tests.conftest import REPO
+from gui_assets_tests.hub_server import LocalHub
+
+TOKEN = "hf_testtoken_do_not_leak_0123456789"
+
+
+def test_mirror_manifest_lists_the_split_with_sizes_and_hashes(demo_mirror):
+    part = from_mirror(demo_mirror, REPO, file_patterns("train"))
+    assert [f.path for f in part.files] == sorted(f.path for f in part.files)
+    assert all(f.path.startswith("data/train-") for f in part.files) and len(part.files) == 2
+    assert part.revision == LOCAL_REVISION and part.mode == "mirror"
+    assert all(len(f.sha256) == 64 and f.size > 0 for f in part.files)
+
+
+def test_mirror_revision_comes_from_hf_download_metadata(tmp_path, demo_mirror):
+    import shutil
+
+    repo = tmp_path / REPO
+    shutil.copytree(demo_mirror / REPO, repo)
+    meta = repo / ".cache" / "huggingface" / "download" / "data"
+    meta.mkdir(parents=True)
+    name = next(p.name for p in (repo / "data").glob("test_task-*"))
+    (meta / f"{name}.metadata").write_text("a" * 40 + "\netag\n1700000000.0\n")
+    assert from_mirror(tmp_path, REPO, file_patterns("test_task")).revision == "a" * 40
+
+
+def test_a_mirror_without_the_repo_or_the_split_fails_by_name(tmp_path, demo_mirror):
+    with pytest.raises(RawInputError, match="mirror has no osunlp/Multimodal-Mind2Web"):
+        from_mirror(tmp_path, REPO, file_patterns("train"))
+    with pytest.raises(RawInputError, match=r"no files matching \['data/nope-\*.parquet'\]"):
+        from_mirror(demo_mirror, REPO, ["data/nope-*.parquet"])
+
+
+def test_hub_mode_end_to_end_against_a_localhost_hub(demo_mirror, tmp_path):
+    out = tmp_path / "out"
+    with LocalHub(demo_mirror) as hub:
+        settings = RawSettings(
+            mode="hub", mirror=Path(), token=TOKEN, endpoint=hub.endpoint, cache_dir=tmp_path / "cache"
+        )
+        info = build_directory(MIND2WEB, "test_website", out, settings)
+        fetched = {
+            r.path.rsplit("/", 1)[-1]
+            for r in hub.state.requests
+            if r.method == "GET" and "/resolve/" in r.path
+        }
+        repo_requests = [r for r in hub.state.requests if REPO in r.path]
+        assert repo_requests and all(r.authorized for r in repo_requests)  # the token travels as a header
+    assert len(fetched) == 1 and next(iter(fetched)).startswith("test_website-")  # only the split's files
+    up = info.build["upstream"]
+    assert up["mode"] == "hub" and up["revision"] == hub.state.commit
+    assert info.stats["episodes_out"] == 2
+    # the downloaded files sit in the huggingface_hub cache, in its usual layout
+    assert list((tmp_path / "cache").glob("datasets--osunlp--Multimodal-Mind2Web/snapshots/*/data/*.parquet"))
+    for p in out.rglob("*"):
+        if p.is_file():
+            assert TOKEN.encode() not in p.read_bytes(), p
+
+
+def test_a_dropped_connection_fails_by_name_and_the_rerun_fetches_only_what_is_missing(demo_mirror, tmp_path):
+    cache = tmp_path / "cache"
+    files = from_mirror(demo_mirror, REPO, file_patterns("train")).files
+    big = max(files, key=lambda f: f.size)
+    with LocalHub(demo_mirror) as hub:
+        hub.state.fail_after_bytes[big.path] = big.size // 3
+        with pytest.raises(RawInputError, match="hub download of osunlp/Multimodal-Mind2Web") as e:
+            from_hub(REPO, file_patterns("train"), endpoint=hub.endpoint, cache_dir=cache, token=TOKEN)
+        assert TOKEN not in str(e.value)
+        tries = [r for r in hub.state.requests if r.method == "GET" and r.path.endswith(big.path)]
+        assert len(tries) > 1  # huggingface_hub retried before giving up
+        del hub.state.fail_after_bytes[big.path]
+        hub.state.requests.clear()
+        part = from_hub(REPO, file_patterns("train"), endpoint=hub.endpoint, cache_dir=cache, token=TOKEN)
+        gets = [r.path for r in hub.state.requests if r.method == "GET" and "/resolve/" in r.path]
+    assert [g.rsplit("/", 1)[-1] for g in gets] == [
+        big.path.rsplit("/", 1)[-1]
+    ]  # the finished file is reused
+    assert {f.path: f.sha256 for f in part.files} == {f.path: f.sha256 for f in files}
+
+
+def test_an_unknown_hub_repo_fails_by_name(tmp_path):
+    with LocalHub(tmp_path) as hub, pytest.raises(RawInputError, match="osunlp/Multimodal-Mind2Web"):
+        from_hub(REPO, file_patterns("train"), endpoint=hub.endpoint, cache_dir=tmp_path / "c")
+
+
+def test_raw_manifest_records_no_token(demo_mirror, tmp_path):
+    with LocalHub(demo_mirror) as hub:
+        part = from_hub(
+            REPO, file_patterns("test_task"), endpoint=hub.endpoint, cache_dir=tmp_path / "c", token=TOKEN
+        )
+    assert TOKEN not in json.dumps(part.to_dict())
