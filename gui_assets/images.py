@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
+import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,8 +21,22 @@ _MAGIC: tuple[tuple[bytes, str], ...] = (
 )
 
 # A decompression bomb guard: no GUI screenshot comes close (Mind2Web's largest full page is
-# about 11.8k x 85k px). Pillow's own limit is far lower and would reject real pages.
+# about 11.8k x 85k px). Pillow's own limit (an error above ~179 Mpx) would reject real pages.
 MAX_PIXELS = 1_500_000_000
+_DECODE_ERRORS = (UnidentifiedImageError, OSError, SyntaxError, ValueError, Image.DecompressionBombError)
+
+
+@contextlib.contextmanager
+def _our_pixel_limit() -> Iterator[None]:
+    """Pillow checks a process-wide limit; apply ours for the duration of one read."""
+    saved = Image.MAX_IMAGE_PIXELS
+    Image.MAX_IMAGE_PIXELS = MAX_PIXELS // 2  # Pillow raises at twice this value
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            yield
+    finally:
+        Image.MAX_IMAGE_PIXELS = saved
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,11 +71,11 @@ def inspect(data: bytes) -> ImageHeader:
     if ext is None:
         raise ImageError(DropReason.UNSUPPORTED_IMAGE_FORMAT, f"unknown magic {data[:8]!r}")
     try:
-        with Image.open(io.BytesIO(data)) as im:
+        with _our_pixel_limit(), Image.open(io.BytesIO(data)) as im:
             width, height = im.size
             if ext == "png":
                 im.verify()
-    except (UnidentifiedImageError, OSError, SyntaxError, ValueError, Image.DecompressionBombError) as e:
+    except _DECODE_ERRORS as e:
         raise ImageError(DropReason.UNDECODABLE_IMAGE, f"{type(e).__name__}: {e}") from e
     if width <= 0 or height <= 0 or width * height > MAX_PIXELS:
         raise ImageError(DropReason.UNDECODABLE_IMAGE, f"implausible size {width}x{height}")
@@ -67,14 +84,10 @@ def inspect(data: bytes) -> ImageHeader:
 
 def decode_rgb(data: bytes) -> np.ndarray:
     """Decode to an (H, W, 3) uint8 array. Raises ImageError on bytes that will not decode."""
-    saved = Image.MAX_IMAGE_PIXELS
     try:
-        Image.MAX_IMAGE_PIXELS = MAX_PIXELS
-        with Image.open(io.BytesIO(data)) as im:
+        with _our_pixel_limit(), Image.open(io.BytesIO(data)) as im:
             im.load()
             rgb = im if im.mode == "RGB" else im.convert("RGB")
             return np.asarray(rgb, dtype=np.uint8)
-    except (UnidentifiedImageError, OSError, SyntaxError, ValueError, Image.DecompressionBombError) as e:
+    except _DECODE_ERRORS as e:
         raise ImageError(DropReason.UNDECODABLE_IMAGE, f"{type(e).__name__}: {e}") from e
-    finally:
-        Image.MAX_IMAGE_PIXELS = saved

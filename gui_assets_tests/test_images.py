@@ -34,3 +34,14 @@ def test_a_truncated_png_is_caught_before_it_reaches_the_store():
     data = page_bytes(400, 300)
     with pytest.raises(ImageError):
         inspect(data[: len(data) - 200])
+
+
+def test_pages_beyond_pillows_default_pixel_limit_are_not_dropped(monkeypatch):
+    """Mind2Web pages reach ~11.8k x 85k px; Pillow's process-wide limit must not decide."""
+    from PIL import Image
+
+    data = page_bytes(300, 200)
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 1000)  # far below this 300x200 page
+    assert inspect(data).width == 300
+    assert decode_rgb(data).shape == (200, 300, 3)
+    assert Image.MAX_IMAGE_PIXELS == 1000  # restored after each read

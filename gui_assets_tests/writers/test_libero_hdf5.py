@@ -271,3 +271,25 @@ def test_failed_episode_rewards_zero_and_strings_keep_non_ascii(tmp_path, store)
         assert d["rewards"][-1] == 0 and d["dones"][-1] == 1
         assert d["action_text"][2].decode() == "Zürich 東京 ✓"
         assert d["actions"][2, 5] == 1.0 and d["actions"][2, 6] == 4.0  # has_text, 4 masked slots
+
+
+def test_memory_does_not_grow_with_the_shard(tmp_path):
+    """Streaming: 16 episodes of 1280x1080 frames (530 MB decoded) peak like 4 episodes do."""
+    import subprocess
+    import sys
+
+    store = ImageStore(tmp_path / "images")
+    for i in range(3):
+        store.put(page_bytes(1280, 1080, seed=i), "png")
+    peaks = {}
+    for n in (4, 16):
+        r = subprocess.run(
+            [sys.executable, "-m", "gui_assets_tests.writers.memory_probe", str(n), "8", str(tmp_path)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        got = json.loads(r.stdout)
+        assert got["steps"] == n * 8 and got["shards"] == 1
+        peaks[n] = got["peak_mb"]
+    assert peaks[16] - peaks[4] < 16, peaks  # a held shard would add ~400 MB

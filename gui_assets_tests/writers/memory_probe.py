@@ -1,0 +1,60 @@
+"""Write N episodes of 1280x1080 frames into one shard and print the peak RSS (run as a process).
+
+Usage: python -m gui_assets_tests.writers.memory_probe N_EPISODES STEPS WORKDIR
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from gui_assets.config import BuildConfig
+from gui_assets.episode_store import ImageStore
+from gui_assets.ir import POINT_MASK, ActionType, GuiEpisode, GuiStep, Observation, SourceRef
+from gui_assets.writers.libero_hdf5 import LiberoShardWriter
+
+
+def peak_rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmHWM")
+
+
+def main(n: int, steps: int, work: Path) -> None:
+    store = ImageStore(work / "images")
+    shas = sorted(p.stem for p in store.root.rglob("*.png"))  # made by the parent, 3 distinct pages
+    ref = SourceRef("r", "v", "f")
+    writer = LiberoShardWriter(work / f"out{n}", "d", "test", store, BuildConfig(gzip_level=1))
+    baseline = peak_rss_mb()
+    for e in range(n):
+        ep_steps = [
+            GuiStep(
+                ActionType.CLICK,
+                (0.1 + 0.08 * t, 0.5, 0.0, 0.0),
+                POINT_MASK,
+                "",
+                "click",
+                Observation(shas[(e + t) % len(shas)], "png", 0, 0, 1280, 1080),
+                (0.0, 0.0),
+                ref,
+            )
+            for t in range(steps)
+        ]
+        writer.add_episode(GuiEpisode(f"e{e}", "test", "i", ep_steps))
+    entries = writer.close()
+    print(
+        json.dumps(
+            {
+                "baseline_mb": baseline,
+                "peak_mb": peak_rss_mb(),
+                "shards": len(entries),
+                "steps": sum(x.steps for x in entries),
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3]))
