@@ -79,8 +79,14 @@ _ORIGINAL_OPS = {"HOVER": ActionType.HOVER, "ENTER": ActionType.PRESS_ENTER}
 
 
 def file_patterns(split: str) -> list[str]:
-    """The split's files in either hub layout (push_to_hub names, or refs/convert/parquet)."""
-    return [f"data/{split}-*.parquet", f"default/{split}/*.parquet", f"{split}/*.parquet"]
+    """The split's files in either hub layout: push_to_hub names, or the auto-converted
+    refs/convert/parquet branch (`default/<split>/`, `default/partial-<split>/` when truncated)."""
+    return [
+        f"data/{split}-*.parquet",
+        f"default/{split}/*.parquet",
+        f"default/partial-{split}/*.parquet",
+        f"{split}/*.parquet",
+    ]
 
 
 @dataclass(frozen=True, slots=True)

@@ -281,14 +281,20 @@ def test_parquet_without_required_columns_fails_naming_the_file(tmp_path):
         run(tmp_path / "mirror", tmp_path)
 
 
-def test_refs_convert_parquet_layout_is_read_too(tmp_path):
+@pytest.mark.parametrize("folder", ["default/test_task", "default/partial-test_task"])
+def test_refs_convert_parquet_layout_is_read_too(tmp_path, folder):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     from gui_assets.demo.mind2web_mirror import SCHEMA
 
-    d = tmp_path / "mirror" / REPO / "default" / "test_task"
+    d = tmp_path / "mirror" / REPO / folder
     d.mkdir(parents=True)
     pq.write_table(pa.Table.from_pylist([m2w_row()], schema=SCHEMA), d / "0000.parquet")
+    (tmp_path / "mirror" / REPO / "default" / "train").mkdir(parents=True)
+    pq.write_table(
+        pa.Table.from_pylist([m2w_row("other")], schema=SCHEMA),
+        tmp_path / "mirror" / REPO / "default" / "train" / "0000.parquet",
+    )
     eps, _ = run(tmp_path / "mirror", tmp_path, split="test_task")
-    assert len(eps) == 1 and eps[0].steps[0].ref.file == "default/test_task/0000.parquet"
+    assert len(eps) == 1 and eps[0].steps[0].ref.file == f"{folder}/0000.parquet"  # not train's file
