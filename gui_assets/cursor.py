@@ -9,7 +9,7 @@ own target, which would paint the answer into the observation.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 
 from gui_assets.ir import ActionType, GuiStep
 
@@ -17,23 +17,30 @@ EYE_SIZE = 128
 SCREEN_CENTRE = (0.5, 0.5)
 
 
+_LEAVES_POINTER_AT_START = frozenset(
+    {ActionType.CLICK, ActionType.HOVER, ActionType.SELECT, ActionType.TYPE, ActionType.SCROLL}
+)
+
+
+def next_cursor(
+    cursor: tuple[float, float], action_type: ActionType, params: Sequence[float], grounded: bool
+) -> tuple[float, float]:
+    """Where an action leaves the pointer (the one rule, shared by the writer and the checks)."""
+    if not grounded:
+        return cursor
+    if action_type == ActionType.DRAG:
+        return (float(params[2]), float(params[3]))
+    if action_type in _LEAVES_POINTER_AT_START:
+        return (float(params[0]), float(params[1]))
+    return cursor
+
+
 def causal_cursor(steps: Iterable[GuiStep]) -> Iterator[tuple[float, float]]:
     """Yield the normalized cursor position before each step."""
     cursor = SCREEN_CENTRE
     for step in steps:
         yield cursor
-        if not step.grounded:
-            continue
-        if step.action_type == ActionType.DRAG:
-            cursor = (step.params[2], step.params[3])
-        elif step.action_type in (
-            ActionType.CLICK,
-            ActionType.HOVER,
-            ActionType.SELECT,
-            ActionType.TYPE,
-            ActionType.SCROLL,
-        ):
-            cursor = (step.params[0], step.params[1])
+        cursor = next_cursor(cursor, step.action_type, step.params, step.grounded)
 
 
 def eye_window(cursor: tuple[float, float], width: int, height: int, size: int = EYE_SIZE) -> tuple[int, int]:

@@ -9,7 +9,10 @@ the capture viewport was 1280x1080, so rows [S, S+1080) of the render are exactl
 screen at scroll offset S. The source records no scroll state, so every recorded action starts
 at offset 0; a target whose centre is below the fold is reached by emitted SCROLL steps (equal
 wheel steps of `scroll_step_fraction` of the viewport, the last one clamped at the page bottom),
-each observing the view at its own offset, then the action at the final offset.
+each observing the view at its own offset, then the action at the final offset. A SCROLL is a
+wheel turned where the pointer is (the causal cursor): its params start there and travel up by
+the share of the viewport the view moved down, clipped at the frame edge; it leaves the pointer
+where it was.
 
 The click point is the centre of the target's bounding box clipped to the viewport columns and
 the page. A step whose element cannot be located keeps its type with an all-zero mask and a
@@ -39,6 +42,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from gui_assets.config import BuildConfig
+from gui_assets.cursor import SCREEN_CENTRE, next_cursor
 from gui_assets.episode_store import ImageStore
 from gui_assets.images import ImageError, inspect
 from gui_assets.ir import (
@@ -244,8 +248,19 @@ def _read_row(
     return annotation_id, row, attrs
 
 
-def expand_action(row: _Row, config: BuildConfig) -> list[GuiStep]:
-    """The SCROLL steps that bring the target into view, then the action itself."""
+def scroll_gesture(pointer: tuple[float, float], delta: float, vh: int) -> tuple[float, float, float, float]:
+    """A wheel turned at the pointer, as pointer travel: up by the share of the viewport the view
+    moves down, clipped at the frame's top edge (the exact offset is in obs/scroll_states)."""
+    x, y = pointer
+    y = max(y, 1.0 / vh)  # a pointer on the very top row still shows which way the content moved
+    return (x, y, x, max(0.0, y - delta / vh))
+
+
+def expand_action(row: _Row, config: BuildConfig, pointer: tuple[float, float]) -> list[GuiStep]:
+    """The SCROLL steps that bring the target into view, then the action itself.
+
+    `pointer` is where the previous action left it: the wheel turns there and leaves it there.
+    """
     vw = min(config.viewport_width, row.page_w)
     vh = min(config.viewport_height, row.page_h)
     max_offset = row.page_h - vh
@@ -261,8 +276,7 @@ def expand_action(row: _Row, config: BuildConfig) -> list[GuiStep]:
         # Wheel down in equal steps until the target sits above the bottom margin.
         while row.target.y - offset > vh * (1 - config.scroll_bottom_margin) and offset < max_offset:
             nxt = min(offset + step_px, max_offset)
-            d = (nxt - offset) / vh
-            params = (0.5, _clamp01(0.5 + d / 2), 0.5, _clamp01(0.5 - d / 2))
+            params = scroll_gesture(pointer, nxt - offset, vh)
             steps.append(
                 GuiStep(
                     action_type=ActionType.SCROLL,
@@ -275,6 +289,7 @@ def expand_action(row: _Row, config: BuildConfig) -> list[GuiStep]:
                     ref=row.ref,
                 )
             )
+            pointer = (params[0], params[1])
             offset = nxt
     if grounded:
         params = (_clamp01(row.target.x / vw), _clamp01((row.target.y - offset) / vh), 0.0, 0.0)
@@ -346,7 +361,12 @@ def episodes(
             stats.drop(DropReason.EMPTY_EPISODE)
             continue
         attrs = task_attrs[annotation_id]
-        steps = [s for idx in sorted(rows) for s in expand_action(rows[idx], config)]
+        steps: list[GuiStep] = []
+        pointer = SCREEN_CENTRE
+        for idx in sorted(rows):
+            for step in expand_action(rows[idx], config, pointer):
+                steps.append(step)
+                pointer = next_cursor(pointer, step.action_type, step.params, step.grounded)
         instruction = attrs.pop("instruction")
         attrs["recorded_action_indices"] = json.dumps(sorted(rows))
         yield GuiEpisode(
