@@ -7,13 +7,15 @@ import warnings
 import dagster as dg
 
 from gui_assets.defs.factory import build_source_defs
-from gui_assets.defs.resources import BuildSettings, GuiAssetsPaths, HubResource
+from gui_assets.defs.resources import AlertsResource, BuildSettings, GuiAssetsPaths, HubResource
+from gui_assets.defs.sensors import run_failure_alerts
 from gui_assets.sources import SOURCES
 
 
 def _definitions() -> dg.Definitions:
     per_source = [build_source_defs(spec) for spec in SOURCES]
     assets = [a for d in per_source for a in (d.assets or [])]
+    checks = [c for d in per_source for c in (d.asset_checks or [])]
     with warnings.catch_warnings():
         # Code references are a beta API; it warns once per asset on every load.
         warnings.simplefilter("ignore", dg.BetaWarning)
@@ -21,7 +23,14 @@ def _definitions() -> dg.Definitions:
         assets = dg.with_source_code_references(assets)
     return dg.Definitions(
         assets=assets,
-        resources={"paths": GuiAssetsPaths(), "hub": HubResource(), "build": BuildSettings()},
+        asset_checks=checks,
+        sensors=[run_failure_alerts],
+        resources={
+            "paths": GuiAssetsPaths(),
+            "hub": HubResource(),
+            "build": BuildSettings(),
+            "alerts": AlertsResource(),
+        },
     )
 
 

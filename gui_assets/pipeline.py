@@ -91,16 +91,28 @@ def build_episodes(spec: SourceSpec, key: str, layout: OutLayout, config: BuildC
     return stats
 
 
-_SPLIT_SCHEMA = pa.schema([("episode_id", pa.string()), ("part", pa.string()), ("content_hash", pa.string())])
+_SPLIT_SCHEMA = pa.schema(
+    [
+        ("episode_id", pa.string()),
+        ("part", pa.string()),
+        ("content_hash", pa.string()),
+        ("group", pa.string()),
+    ]
+)
 
 
 def assign_splits(spec: SourceSpec, key: str, layout: OutLayout) -> dict[str, Any]:
     directory = spec.directory(key)
     table = read_episode_table(layout.episodes(directory))
     rows = []
+    rule = spec.split_rule
     for r in table.select(["episode_id", "attrs", "content_hash"]).to_pylist():
-        part = spec.split_rule.assign(r["episode_id"], json.loads(r["attrs"]))
-        rows.append({"episode_id": r["episode_id"], "part": part, "content_hash": r["content_hash"]})
+        attrs = json.loads(r["attrs"])
+        part = rule.assign(r["episode_id"], attrs)
+        group = str(attrs.get(rule.group_key, "")) if rule.group_key else ""
+        rows.append(
+            {"episode_id": r["episode_id"], "part": part, "content_hash": r["content_hash"], "group": group}
+        )
     path = layout.splits(directory)
     with atomic_path(path) as tmp:
         pq.write_table(pa.Table.from_pylist(rows, schema=_SPLIT_SCHEMA), tmp)
@@ -110,6 +122,10 @@ def assign_splits(spec: SourceSpec, key: str, layout: OutLayout) -> dict[str, An
         MAIN: sum(r["part"] == MAIN for r in rows),
         VAL: sum(r["part"] == VAL for r in rows),
     }
+
+
+def read_split_rows(layout: OutLayout, directory: str) -> list[dict[str, str]]:
+    return pq.read_table(layout.splits(directory)).to_pylist()
 
 
 def read_splits(layout: OutLayout, directory: str) -> dict[str, str]:

@@ -27,6 +27,7 @@ class SourceSpec:
     description: str
     license: str
     platform: str
+    scrolls: bool  # the source yields SCROLL steps; none at all is suspicious (scroll_histogram)
 
     def directory(self, key: str) -> str:
         if key not in self.partition_keys:
@@ -49,6 +50,7 @@ MIND2WEB = SourceSpec(
     "1280x1080 viewports, with SCROLL steps to targets below the fold.",
     license="openrail",
     platform="web",
+    scrolls=True,
 )
 
 SOURCES: tuple[SourceSpec, ...] = (MIND2WEB,)

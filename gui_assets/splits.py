@@ -19,6 +19,10 @@ class SplitRule:
     name: str
     description: str
     assign: Callable[[str, dict[str, str]], str]  # (episode_id, attrs) -> MAIN or VAL
+    # The episode attr that must never straddle main and val (AgentNet: task_id), if any.
+    group_key: str | None = None
+    # The share of episodes a holdout rule must put in val, judged on non-trivial inputs.
+    val_fraction: tuple[float, float] | None = None
 
     def record(self) -> dict[str, str]:
         return {"name": self.name, "description": self.description}

@@ -11,6 +11,7 @@ data_version is a hash of the bytes (or content hashes) a materialization wrote.
 import hashlib
 import json
 import sys
+import warnings
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -31,6 +32,7 @@ from gui_assets import (
     stats,
     version,
 )
+from gui_assets.defs.checks import build_source_checks
 from gui_assets.defs.partitions import source_partitions
 from gui_assets.defs.resources import BuildSettings, GuiAssetsPaths, HubResource
 from gui_assets.layout import OutLayout
@@ -72,6 +74,7 @@ def build_source_defs(spec: SourceSpec) -> dg.Definitions:
     episodes_key = dg.AssetKey(f"{spec.name}_episodes")
     splits_key = dg.AssetKey(f"{spec.name}_splits")
     shards_key = dg.AssetKey(f"{spec.name}_shards")
+    info_key = dg.AssetKey(f"{spec.name}_dataset_info")
 
     @dg.asset(
         key=raw_key,
@@ -217,7 +220,7 @@ def build_source_defs(spec: SourceSpec) -> dg.Definitions:
         )
 
     @dg.asset(
-        key=dg.AssetKey(f"{spec.name}_dataset_info"),
+        key=info_key,
         deps=[shards_key],
         description=f"`<out>/{spec.name}_<partition>/dataset_info.json`: build config, upstream files "
         "and revision, stats (drops, ungrounded steps, scroll histogram, eye-in-hand rate), shard list.",
@@ -246,4 +249,11 @@ def build_source_defs(spec: SourceSpec) -> dg.Definitions:
             data_version=dg.DataVersion(hashlib.sha256(path.read_bytes()).hexdigest()[:16]),
         )
 
-    return dg.Definitions(assets=[raw_asset, episodes_asset, splits_asset, shards_asset, dataset_info_asset])
+    with warnings.catch_warnings():
+        # Partitioned asset checks are a preview API in 1.13; it warns once per check at every load.
+        warnings.simplefilter("ignore", dg.PreviewWarning)
+        checks = build_source_checks(spec, partitions, shards_key, splits_key, info_key)
+    return dg.Definitions(
+        assets=[raw_asset, episodes_asset, splits_asset, shards_asset, dataset_info_asset],
+        asset_checks=checks,
+    )

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 
+from gui_assets.alerts import Alert, Delivery, deliver
 from gui_assets.config import DEFAULT_SHARD_CAP_BYTES, BuildConfig
 from gui_assets.demo import ensure_demo_mirror
 from gui_assets.layout import WORK_DIR
@@ -78,3 +80,24 @@ class BuildSettings(dg.ConfigurableResource):
 
     def config(self) -> BuildConfig:
         return BuildConfig(shard_cap_bytes=int(self.shard_cap_mb * 1e6), gzip_level=self.gzip_level)
+
+
+class AlertsResource(dg.ConfigurableResource):
+    """Where failed checks and runs are reported: GUI_ASSETS_ALERT_WEBHOOK (read at run time)
+    gets a Slack-compatible JSON POST; without it, `<out>/alerts.jsonl` and the run log."""
+
+    webhook: str | None = None
+    retries: int = 3
+    timeout_s: float = 5.0
+    backoff_s: float = 0.5
+
+    def send(self, alert: Alert, out_dir: Path, log: Any) -> Delivery:
+        return deliver(
+            alert,
+            webhook=self.webhook or os.environ.get("GUI_ASSETS_ALERT_WEBHOOK") or None,
+            out_dir=out_dir,
+            log=log,
+            retries=self.retries,
+            timeout=self.timeout_s,
+            backoff=self.backoff_s,
+        )

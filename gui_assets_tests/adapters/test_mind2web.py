@@ -176,8 +176,10 @@ def test_target_below_the_fold_is_reached_by_scroll_steps(write_m2w, tmp_path):
 
 
 def test_the_wheel_turns_where_the_last_click_left_the_pointer_and_leaves_it_there(write_m2w, tmp_path):
-    rows = [m2w_row(index=0, rect="600,900,100,40"),  # click at (650, 920): pointer y 0.85
-            m2w_row(index=1, rect="600,1500,100,40", page=(1280, 2000))]
+    rows = [
+        m2w_row(index=0, rect="600,900,100,40"),  # click at (650, 920): pointer y 0.85
+        m2w_row(index=1, rect="600,1500,100,40", page=(1280, 2000)),
+    ]
     eps, _ = run(write_m2w([rows]), tmp_path)
     click0, scroll, click1 = eps[0].steps
     assert scroll.action_type == ActionType.SCROLL
@@ -194,7 +196,9 @@ def test_repeated_clicks_on_one_element_below_the_fold_keep_it_in_the_eye_window
     rows = [m2w_row(index=i, rect="100,1900,100,40", page=(1280, 2500)) for i in range(4)]
     eps, _ = run(write_m2w([rows]), tmp_path)
     steps = eps[0].steps
-    clicks = [(s, c) for s, c in zip(steps, causal_cursor(steps), strict=True) if s.action_type == ActionType.CLICK]
+    clicks = [
+        (s, c) for s, c in zip(steps, causal_cursor(steps), strict=True) if s.action_type == ActionType.CLICK
+    ]
     hits = [inside(s.params[:2], eye_rect(*eye_window(c, 1280, 1080), 1280, 1080)) for s, c in clicks]
     assert hits == [False, True, True, True]
 

@@ -1,0 +1,293 @@
+"""Each card promise fails on a purpose-built bad shard and passes on good data.
+
+Bad shards are copies of a good demo build with one defect written into them with h5py.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+
+from gui_assets import invariants
+from gui_assets.cursor import eye_rect, eye_window
+from gui_assets.episode_store import ImageStore
+from gui_assets.ir import ActionType
+from gui_assets.layout import OutLayout
+from gui_assets.pipeline import read_split_rows
+
+DIR = "mind2web_train"
+
+
+@pytest.fixture
+def build(demo_build, tmp_path: Path) -> Path:
+    """A private, writable copy of the demo build."""
+    out, _ = demo_build
+    shutil.copytree(out, tmp_path / "out")
+    return tmp_path / "out"
+
+
+def shards(out: Path, directory: str = DIR) -> list[Path]:
+    return invariants.shard_files(out / directory, directory)
+
+
+def leakage(out: Path) -> invariants.Verdict:
+    layout = OutLayout(out)
+    return invariants.alignment_leakage(shards(out), layout.episodes(DIR), ImageStore(layout.image_store))
+
+
+@contextlib.contextmanager
+def writable_demos(out: Path) -> Iterator[list[h5py.Group]]:
+    """The demos of the first shard, open for writing until the block ends."""
+    with h5py.File(shards(out)[0], "r+") as f:
+        yield [f["data"][name] for name in sorted(f["data"], key=lambda k: int(k[5:]))]
+
+
+# --- good data -----------------------------------------------------------------------------
+
+
+def test_every_check_passes_on_the_demo(demo_build):
+    out, _ = demo_build
+    layout = OutLayout(out)
+    for key in ("train", "test_task", "test_website", "test_domain"):
+        d = f"mind2web_{key}"
+        s = shards(out, d)
+        verdicts = {
+            "alignment_leakage": invariants.alignment_leakage(
+                s, layout.episodes(d), ImageStore(layout.image_store)
+            ),
+            "causal_cursor": invariants.causal_cursor(s),
+            "action_mask": invariants.action_mask(s),
+            "scroll_histogram": invariants.scroll_histogram(s, source_scrolls=True),
+            "shard_integrity": invariants.shard_integrity(out / d, d),
+        }
+        for name, v in verdicts.items():
+            assert v.passed, (key, name, v.summary, v.examples)
+    v = leakage(out)
+    assert v.figures["frames_checked"] > 0 and v.figures["frame_mismatches"] == 0
+    assert 0.05 <= v.figures["target_inside_eye_in_hand_rate"] <= 0.35
+
+
+# --- alignment leakage ---------------------------------------------------------------------
+
+
+def test_a_crop_centred_on_the_target_is_a_leak(build):
+    with writable_demos(build) as demos:
+        for demo in demos:
+            prm, nhw = demo["action_params"][:], demo["native_hw"][:]
+            rect = demo["eye_rect"][:]
+            av = demo["obs/agentview_rgb"]
+            for t in range(len(prm)):
+                h, w = int(nhw[t, 0]), int(nhw[t, 1])
+                x0, y0 = eye_window((float(prm[t, 0]), float(prm[t, 1])), w, h)  # the answer, not the cursor
+                rect[t] = eye_rect(x0, y0, w, h)
+                demo["obs/eye_in_hand_rgb"][t] = av[t, y0 : y0 + 128, x0 : x0 + 128]
+            demo["eye_rect"][...] = rect
+    v = leakage(build)
+    assert not v.passed and v.severity == "ERROR"
+    assert v.figures["target_inside_eye_in_hand_rate"] == 1.0
+    assert v.figures["numerator"] == v.figures["denominator"] == 14
+    assert "leak" in v.summary and "1.000" in v.summary
+
+
+def test_a_frame_action_pairing_shifted_by_one_step_fails(build):
+    with writable_demos(build) as demos:
+        demo = next(d for d in demos if d["action_type"].shape[0] >= 4)
+        av = demo["obs/agentview_rgb"]
+        frames = av[:]
+        av[:-1] = frames[1:]  # o_t replaced by the screen after a_t
+    v = leakage(build)
+    assert not v.passed and v.severity == "ERROR"
+    assert v.figures["frame_mismatches"] >= 1
+    assert any("not the pre-action observation" in e for e in v.examples)
+
+
+def test_a_leak_rate_outside_the_healthy_band_warns_over_enough_steps(tmp_path):
+    """25 pointer steps, 10 with the target inside the crop: 0.4 is no leak but worth a look."""
+    path = tmp_path / "d_0000.hdf5"
+    T = 26
+    with h5py.File(path, "w") as f:
+        d = f.create_group("data/demo_0")
+        d["action_type"] = np.full(T, int(ActionType.CLICK))
+        prm = np.zeros((T, 4), np.float32)
+        prm[:, 0] = np.where(np.arange(T) % 5 < 2, 0.5, 0.9)
+        prm[:, 1] = 0.5
+        d["action_params"] = prm
+        d["action_mask"] = np.tile(np.array([1, 1, 0, 0], np.float32), (T, 1))
+        d["eye_rect"] = np.tile(np.array([0.45, 0.45, 0.55, 0.55], np.float32), (T, 1))
+    v = invariants.alignment_leakage([path])
+    assert not v.passed and v.severity == "WARN", v.summary
+    assert v.figures["denominator"] == T and 0.35 < v.figures["target_inside_eye_in_hand_rate"] < 0.9
+
+
+def test_consecutive_actions_on_one_element_are_a_leak_even_in_short_episodes(tmp_path):
+    """Five clicks on one button: the spec rate is 0.8 (step 0 looks from the screen centre),
+    but every step whose cursor a previous action placed shows the target: an ERROR."""
+    path = tmp_path / "d_0000.hdf5"
+    with h5py.File(path, "w") as f:
+        for i in range(3):
+            d = f.create_group(f"data/demo_{i}")
+            d["action_type"] = np.full(5, int(ActionType.CLICK))
+            d["action_params"] = np.tile(np.array([0.2, 0.3, 0, 0], np.float32), (5, 1))
+            d["action_mask"] = np.tile(np.array([1, 1, 0, 0], np.float32), (5, 1))
+            rect = np.tile(np.array([0.15, 0.24, 0.25, 0.36], np.float32), (5, 1))
+            rect[0] = [0.45, 0.44, 0.55, 0.56]  # step 0: the screen centre
+            d["eye_rect"] = rect
+    v = invariants.alignment_leakage([path])
+    assert not v.passed and v.severity == "ERROR"
+    assert v.figures["target_inside_eye_in_hand_rate"] == pytest.approx(0.8)
+    assert v.figures["demonstrated_cursor_rate"] == 1.0
+
+
+# --- causal cursor -------------------------------------------------------------------------
+
+
+def test_an_eye_rect_following_the_current_action_breaks_the_causal_cursor(build):
+    with writable_demos(build) as demos:
+        demo = next(iter(demos))
+        rect = demo["eye_rect"][:]
+        rect[1:] = rect[:-1].copy()  # window one step late: shifted against the actions
+        rect[0] = [0.0, 0.0, 128 / 1280, 128 / 1080]
+        demo["eye_rect"][...] = rect
+    v = invariants.causal_cursor(shards(build))
+    assert not v.passed and v.figures["by_kind"]["eye_rect not on the causal cursor"] >= 2
+    assert v.examples[0].startswith("mind2web_train_0000.hdf5/demo_0 step 0")
+
+
+def test_eye_pixels_from_elsewhere_break_the_causal_cursor(build):
+    with writable_demos(build) as demos:
+        demo = next(iter(demos))
+        demo["obs/eye_in_hand_rgb"][0] = 255 - demo["obs/eye_in_hand_rgb"][0]
+    v = invariants.causal_cursor(shards(build))
+    assert not v.passed
+    assert v.figures["by_kind"] == {"eye pixels are not the agentview pixels under eye_rect": 1}
+
+
+# --- action mask ---------------------------------------------------------------------------
+
+
+def test_an_invented_coordinate_in_a_masked_slot_fails(build):
+    with writable_demos(build) as demos:
+        demo = next(iter(demos))
+        types = demo["action_type"][:]
+        t = int(np.flatnonzero(types == ActionType.CLICK)[0])
+        prm = demo["action_params"][:]
+        prm[t, 2:] = [0.3, 0.4]  # a CLICK never constrains x2, y2
+        demo["action_params"][...] = prm
+    v = invariants.action_mask(shards(build))
+    assert not v.passed and v.severity == "ERROR"
+    assert "invented coordinate in a masked slot" in v.figures["by_kind"]
+
+
+def test_a_mask_outside_the_table_and_an_out_of_frame_coordinate_fail(build):
+    with writable_demos(build) as demos:
+        demo = next(iter(demos))
+        mask, prm = demo["action_mask"][:], demo["action_params"][:]
+        mask[0] = [1, 0, 1, 0]
+        prm[1, 0] = 1.5
+        demo["action_mask"][...] = mask
+        demo["action_params"][...] = prm
+    v = invariants.action_mask(shards(build))
+    kinds = v.figures["by_kind"]
+    assert not v.passed and any("mask (1.0, 0.0, 1.0, 0.0)" in k for k in kinds)
+    assert "coordinate outside [0, 1]" in kinds
+
+
+# --- scroll histogram ----------------------------------------------------------------------
+
+
+def test_a_scroll_desc_naming_the_gesture_instead_of_the_view_warns(build):
+    with writable_demos(build) as demos:
+        demo = next(d for d in demos if (d["action_type"][:] == ActionType.SCROLL).any())
+        t = int(np.flatnonzero(demo["action_type"][:] == ActionType.SCROLL)[0])
+        demo["action_desc"][t] = "scroll(up)"  # the content moved up; the view moved down
+    v = invariants.scroll_histogram(shards(build), source_scrolls=True)
+    assert not v.passed and v.severity == "WARN"
+    assert "the gesture moves the view down" in v.examples[0]
+    assert sum(v.figures["histogram"]["down"].values()) == v.figures["scroll_steps"]
+
+
+def test_a_scrolling_source_without_scroll_steps_warns_and_the_histogram_renders(tmp_path):
+    path = tmp_path / "d_0000.hdf5"
+    with h5py.File(path, "w") as f:
+        d = f.create_group("data/demo_0")
+        d["action_type"] = np.array([int(ActionType.CLICK)])
+        d["action_params"] = np.zeros((1, 4), np.float32)
+        d["action_mask"] = np.zeros((1, 4), np.float32)
+        d["action_desc"] = np.array([b"click()"], dtype=h5py.string_dtype())
+    v = invariants.scroll_histogram([path], source_scrolls=True)
+    assert not v.passed and v.severity == "WARN" and v.figures["scroll_steps"] == 0
+    assert invariants.scroll_histogram([path], source_scrolls=False).passed
+    assert "| down | 0 | 0 | 0 | 0 | 0 |" in invariants.histogram_table({})
+
+
+# --- split disjointness --------------------------------------------------------------------
+
+
+def test_one_episode_in_two_splits_fails(demo_build):
+    out, _ = demo_build
+    train = invariants.SplitTable("train", read_split_rows(OutLayout(out), "mind2web_train"))
+    test = invariants.SplitTable("test_task", read_split_rows(OutLayout(out), "mind2web_test_task"))
+    assert invariants.split_disjointness(train, [test]).passed
+    leaked = invariants.SplitTable("test_task", [*test.rows, train.rows[0]])
+    v = invariants.split_disjointness(train, [leaked])
+    assert not v.passed and v.figures["overlapping_episodes"] == 1
+    assert v.examples == [f"{train.rows[0]['episode_id']}: episode content also in test_task"]
+
+
+def test_a_group_in_main_and_val_and_a_bad_holdout_fraction_fail():
+    rows = [
+        {
+            "episode_id": f"e{i}",
+            "part": "val" if i < 2 else "main",
+            "content_hash": f"h{i}",
+            "group": "task-1" if i in (0, 5) else f"task-{i + 10}",
+        }
+        for i in range(300)
+    ]
+    v = invariants.split_disjointness(invariants.SplitTable("ubuntu", rows), [], val_fraction=(0.015, 0.025))
+    assert not v.passed and v.examples == ["ubuntu group task-1: group id in main and val"]
+    rows[5]["group"] = "task-99"
+    v = invariants.split_disjointness(invariants.SplitTable("ubuntu", rows), [], val_fraction=(0.015, 0.025))
+    assert not v.passed and "holdout fraction 0.0067" in v.summary
+    small = invariants.SplitTable("ubuntu", rows[:50])  # too few episodes to judge a 2% share
+    assert invariants.split_disjointness(small, [], val_fraction=(0.015, 0.025)).passed
+
+
+# --- shard integrity -----------------------------------------------------------------------
+
+
+def test_counts_that_differ_from_dataset_info_fail(build):
+    info = build / DIR / "dataset_info.json"
+    d = json.loads(info.read_text())
+    d["shards"][0]["steps"] += 1
+    d["stats"]["steps"] += 1
+    info.write_text(json.dumps(d))
+    v = invariants.shard_integrity(build / DIR, DIR)
+    assert not v.passed and v.figures["problems"] == 2
+
+
+def test_a_shard_h5py_cannot_open_and_a_gap_in_numbering_fail(build):
+    (build / DIR / "mind2web_train_0000.hdf5").write_bytes(b"not hdf5")
+    shutil.copy(
+        build / "mind2web_test_task" / "mind2web_test_task_0000.hdf5",
+        build / DIR / "mind2web_train_0002.hdf5",
+    )
+    v = invariants.shard_integrity(build / DIR, DIR)
+    text = " ".join(v.examples)
+    assert not v.passed and "h5py cannot read it" in text and "not contiguous" in text
+
+
+def test_a_shard_over_the_cap_by_more_than_its_last_episode_fails(build):
+    info = build / DIR / "dataset_info.json"
+    d = json.loads(info.read_text())
+    d["build"]["config"]["shard_cap_bytes"] = 1000  # the one shard is megabytes: far more than its last demo
+    info.write_text(json.dumps(d))
+    v = invariants.shard_integrity(build / DIR, DIR)
+    assert not v.passed and "over the cap 1000" in v.examples[0]
