@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -116,3 +119,31 @@ def demo_build(
         for key in MIND2WEB.partition_keys
     }
     return out, infos
+
+
+def cli_materialize(
+    partition: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """The README's command, `dagster asset materialize -m gui_assets --select 'mind2web*'
+    --partition P`, run as a user runs it: a separate process in `cwd`."""
+    cmd = [
+        sys.executable,
+        "-m",
+        "dagster",
+        "asset",
+        "materialize",
+        "-m",
+        "gui_assets",
+        "--select",
+        "mind2web*",
+        "--partition",
+        partition,
+    ]
+    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """The environment without any gui_assets, Dagster-home or hub setting, plus `extra`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GUI_ASSETS_", "DAGSTER_HOME", "HF_"))}
+    env.update(extra)
+    return env

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import dagster as dg
@@ -15,7 +12,7 @@ from gui_assets import defs
 from gui_assets.alerts import ALERTS_FILE
 from gui_assets.defs.resources import AlertsResource, BuildSettings, GuiAssetsPaths, HubResource
 from gui_assets.defs.sensors import run_failure_alerts
-from gui_assets_tests.conftest import m2w_row, page_bytes
+from gui_assets_tests.conftest import clean_env, cli_materialize, m2w_row, page_bytes
 from gui_assets_tests.webhook_server import WebhookReceiver
 
 CHECKS = {
@@ -143,26 +140,12 @@ def test_an_episode_in_two_partitions_fails_split_disjointness(tmp_path, write_m
 def test_the_cli_exits_non_zero_on_a_leak_and_alerts_without_a_daemon(tmp_path, write_m2w):
     mirror = same_element_mirror(write_m2w)
     with WebhookReceiver() as hook:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("GUI_ASSETS_", "DAGSTER_HOME"))}
-        env.update(
+        env = clean_env(
             GUI_ASSETS_MIRROR=str(mirror),
             GUI_ASSETS_OUT=str(tmp_path / "out"),
             GUI_ASSETS_ALERT_WEBHOOK=hook.url,
         )
-        cmd = [
-            sys.executable,
-            "-m",
-            "dagster",
-            "asset",
-            "materialize",
-            "-m",
-            "gui_assets",
-            "--select",
-            "mind2web*",
-            "--partition",
-            "train",
-        ]
-        r = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+        r = cli_materialize("train", tmp_path, env)
     assert r.returncode != 0
     assert "mind2web_shards_alignment_leakage" in r.stderr
     checks = [p["gui_assets"]["check"] for p in hook.received]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +12,7 @@ import pytest
 
 from gui_assets import defs
 from gui_assets.defs.resources import BuildSettings, GuiAssetsPaths, HubResource
+from gui_assets_tests.conftest import clean_env, cli_materialize
 from gui_assets_tests.defs.test_asset_graph import CHAIN
 from gui_assets_tests.hub_server import LocalHub
 
@@ -124,21 +124,7 @@ def test_hub_mode_through_dagster_against_a_localhost_hub(tmp_path, demo_mirror,
 @pytest.mark.slow
 def test_the_readme_cli_command_builds_the_demo(tmp_path):
     """`dagster asset materialize -m gui_assets --select 'mind2web*' --partition train`, nothing set."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GUI_ASSETS_", "DAGSTER_HOME", "HF_"))}
-    cmd = [
-        sys.executable,
-        "-m",
-        "dagster",
-        "asset",
-        "materialize",
-        "-m",
-        "gui_assets",
-        "--select",
-        "mind2web*",
-        "--partition",
-        "train",
-    ]
-    r = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    r = cli_materialize("train", tmp_path, clean_env())
     assert r.returncode == 0, r.stderr[-3000:]
     assert "RUN_SUCCESS" in r.stderr + r.stdout
     d = tmp_path / "build" / "mind2web_train"
@@ -153,18 +139,6 @@ def test_the_readme_cli_command_builds_the_demo(tmp_path):
 
 @pytest.mark.slow
 def test_an_unknown_partition_is_refused_by_the_cli(tmp_path):
-    cmd = [
-        sys.executable,
-        "-m",
-        "dagster",
-        "asset",
-        "materialize",
-        "-m",
-        "gui_assets",
-        "--select",
-        "mind2web*",
-        "--partition",
-        "validation",
-    ]
-    r = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    r = cli_materialize("validation", tmp_path, clean_env())
     assert r.returncode != 0
+    assert "validation" in r.stderr
