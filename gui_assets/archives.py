@@ -73,7 +73,9 @@ class _Segments:
             fh.seek(pos - self.base[disk])  # type: ignore[attr-defined]
             chunk = fh.read(min(n, self.sizes[disk] - (pos - self.base[disk])))  # type: ignore[attr-defined]
             if not chunk:
-                raise ArchiveError("truncated_archive_member", f"read past the end of {self.paths[disk].name}")
+                raise ArchiveError(
+                    "truncated_archive_member", f"read past the end of {self.paths[disk].name}"
+                )
             out += chunk
             pos += len(chunk)
             n -= len(chunk)
@@ -88,15 +90,23 @@ class _Segments:
 def split_segments(zip_path: Path) -> list[Path]:
     """`images.zip` -> [images.z01, ..., images.zip] (just [images.zip] for a plain archive)."""
     parts = sorted(
-        (p for p in zip_path.parent.glob(zip_path.stem + ".z[0-9][0-9]*") if re.fullmatch(r"\.z\d+", p.suffix)),
+        (
+            p
+            for p in zip_path.parent.glob(zip_path.stem + ".z[0-9][0-9]*")
+            if re.fullmatch(r"\.z\d+", p.suffix)
+        ),
         key=lambda p: int(p.suffix[2:]),
     )
     if parts and [int(p.suffix[2:]) for p in parts] != list(range(1, len(parts) + 1)):
-        raise ArchiveError("truncated_archive", f"missing segments of {zip_path.name}: have {[p.name for p in parts]}")
+        raise ArchiveError(
+            "truncated_archive", f"missing segments of {zip_path.name}: have {[p.name for p in parts]}"
+        )
     return [*parts, zip_path]
 
 
-def _zip64_extra(extra: bytes, size: int, compressed: int, offset: int, disk: int) -> tuple[int, int, int, int]:
+def _zip64_extra(
+    extra: bytes, size: int, compressed: int, offset: int, disk: int
+) -> tuple[int, int, int, int]:
     i = 0
     while i + 4 <= len(extra):
         tag, length = struct.unpack_from("<HH", extra, i)
@@ -144,7 +154,9 @@ class ZipImages:
                 raise ArchiveError("truncated_archive", f"{self.path.name}: bad zip64 record")
             (_, _, _, _, _, cd_disk, _, total, cd_size, cd_offset) = struct.unpack_from("<4sQHHIIQQQQ", rec)
         if cd_disk >= len(seg.paths):
-            raise ArchiveError("truncated_archive", f"{self.path.name}: central directory on a missing segment")
+            raise ArchiveError(
+                "truncated_archive", f"{self.path.name}: central directory on a missing segment"
+            )
         cd = seg.read(seg.base[cd_disk] + cd_offset, cd_size)
         i = 0
         for _ in range(total):
@@ -163,16 +175,17 @@ class ZipImages:
         if m.name.endswith("/"):
             return
         path = PurePosixPath(m.name.replace("\\", "/"))
+        # Members are looked up by file name, so a refusal is recorded under it too.
         if path.is_absolute() or ".." in path.parts or re.match(r"^[A-Za-z]:", m.name):
-            self.refused[m.name] = "unsafe_archive_member"
+            self.refused[path.name] = "unsafe_archive_member"
         elif m.flags & 0x1:
-            self.refused[m.name] = "encrypted_archive_member"
+            self.refused[path.name] = "encrypted_archive_member"
         elif m.method not in (0, 8):
-            self.refused[m.name] = "unsupported_compression"
+            self.refused[path.name] = "unsupported_compression"
         elif m.size > MAX_MEMBER_BYTES or (m.compressed and m.size / m.compressed > MAX_RATIO):
-            self.refused[m.name] = "archive_member_too_large"
+            self.refused[path.name] = "archive_member_too_large"
         elif m.disk >= len(self.segments.paths):
-            self.refused[m.name] = "truncated_archive"
+            self.refused[path.name] = "truncated_archive"
         else:
             self.members.setdefault(path.name, m)
 

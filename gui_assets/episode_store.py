@@ -71,6 +71,7 @@ STEP_SCHEMA = pa.schema(
         ("thought", pa.string()),
         ("obs_stale", pa.bool_()),
         ("ungrounded_reason", pa.string()),
+        ("annotations", pa.string()),
     ]
 )
 
@@ -151,6 +152,7 @@ def _step_row(episode_id: str, index: int, s: GuiStep) -> dict[str, Any]:
         "thought": s.thought,
         "obs_stale": s.obs_stale,
         "ungrounded_reason": s.ungrounded_reason,
+        "annotations": s.annotations,
     }
 
 
@@ -248,6 +250,7 @@ def _steps_from_rows(rows: list[dict[str, Any]]) -> list[GuiStep]:
             thought=r["thought"],
             obs_stale=r["obs_stale"],
             ungrounded_reason=r["ungrounded_reason"],
+            annotations=r["annotations"],
         )
         for r in rows
     ]

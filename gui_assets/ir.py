@@ -136,6 +136,8 @@ class GuiStep:
     thought: str = ""
     obs_stale: bool = False
     ungrounded_reason: str = ""
+    # Other per-step text the source recorded (AgentNet: observation, action, reflection), as JSON.
+    annotations: str = ""
 
     def __post_init__(self) -> None:
         # A broken invariant here is our bug, never a data problem: raise.
@@ -184,9 +186,15 @@ def view_direction(params: tuple[float, float, float, float]) -> str:
     return "right" if dx < 0 else "left"
 
 
-def describe(action_type: ActionType, params: tuple[float, ...], mask: tuple[float, ...], text: str) -> str:
-    """A short human-readable rendering, e.g. 'click(0.71, 0.78)', 'scroll(down)'."""
-    name = action_type.name.lower()
+def describe(
+    action_type: ActionType, params: tuple[float, ...], mask: tuple[float, ...], text: str, name: str = ""
+) -> str:
+    """A short human-readable rendering, e.g. 'click(0.71, 0.78)', 'scroll(down)'.
+
+    `name` overrides the verb where the action space is coarser than the source
+    ('right_click(0.95, 0.51)' is a CLICK).
+    """
+    name = name or action_type.name.lower()
     if action_type in (ActionType.SCROLL,):
         return f"scroll({view_direction(params)})"  # type: ignore[arg-type]
     args: list[str] = []

@@ -3,12 +3,17 @@
 A mirror is laid out like the hub: `<mirror>/<owner>/<repo>/<path in repo>`, so a real
 download and a test fixture are read by the same code. The manifest records every file with
 its size and sha256 and the revision it came from: record-level lineage starts here.
+
+A pattern ending in "/" names a folder recorded as ONE entry (its file count, total size and a
+sha256 over its files' names and hashes): an extracted folder of 80k screenshots stays one line.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,13 +29,17 @@ class RawInputError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class RawFile:
-    path: str  # path in the upstream repo, e.g. data/train-00000-of-00027-....parquet
+    path: str  # path in the upstream repo, e.g. data/train-00000-of-00027-....parquet (a folder ends in /)
     local: Path
     size: int
     sha256: str
+    files: int = 1  # more than one for a folder entry
 
     def to_dict(self) -> dict[str, Any]:
-        return {"path": self.path, "local": str(self.local), "size": self.size, "sha256": self.sha256}
+        d = {"path": self.path, "local": str(self.local), "size": self.size, "sha256": self.sha256}
+        if self.files != 1:
+            d["files"] = self.files
+        return d
 
 
 @dataclass(slots=True)
@@ -42,6 +51,11 @@ class RawPartition:
     mode: str  # "mirror" or "hub"
     patterns: list[str]
     files: list[RawFile] = field(default_factory=list)
+    root: Path = Path()  # the repo's local root: <mirror>/<owner>/<repo>, or the hub snapshot
+
+    def find(self, pattern: str) -> list[RawFile]:
+        """The manifest entries whose repo path matches a glob."""
+        return [f for f in self.files if fnmatch.fnmatchcase(f.path, pattern)]
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -49,6 +63,7 @@ class RawPartition:
             "revision": self.revision,
             "mode": self.mode,
             "patterns": self.patterns,
+            "root": str(self.root),
             "files": [f.to_dict() for f in self.files],
         }
 
@@ -59,7 +74,11 @@ class RawPartition:
             revision=d["revision"],
             mode=d["mode"],
             patterns=list(d["patterns"]),
-            files=[RawFile(f["path"], Path(f["local"]), f["size"], f["sha256"]) for f in d["files"]],
+            files=[
+                RawFile(f["path"], Path(f["local"]), f["size"], f["sha256"], f.get("files", 1))
+                for f in d["files"]
+            ],
+            root=Path(d.get("root", "")),
         )
 
     def write(self, path: Path) -> None:
@@ -75,21 +94,41 @@ class RawPartition:
             "repo_id": self.repo_id,
             "revision": self.revision,
             "mode": self.mode,
-            "files": [{"path": f.path, "size": f.size, "sha256": f.sha256} for f in self.files],
+            "files": [
+                {
+                    "path": f.path,
+                    "size": f.size,
+                    "sha256": f.sha256,
+                    **({"files": f.files} if f.files != 1 else {}),
+                }
+                for f in self.files
+            ],
         }
 
 
 def match_files(repo_root: Path, patterns: list[str]) -> list[tuple[str, Path]]:
-    """Files under repo_root whose repo path matches any glob pattern, sorted by repo path."""
+    """Files under repo_root whose repo path matches any glob pattern, sorted by repo path.
+
+    A folder pattern ("images/") matches every file below that folder."""
     found: dict[str, Path] = {}
+    globs = [pat + "*" if pat.endswith("/") else pat for pat in patterns]
     if repo_root.is_dir():
         for p in repo_root.rglob("*"):
             rel = p.relative_to(repo_root).as_posix()
             if rel.startswith(".cache/") or not p.is_file():
                 continue
-            if any(fnmatch.fnmatchcase(rel, pat) for pat in patterns):
+            if any(fnmatch.fnmatchcase(rel, pat) for pat in globs):
                 found[rel] = p
     return sorted(found.items())
+
+
+def _file_sha256(p: Path) -> str:
+    """A file's sha256; a hub cache blob is named by it already (LFS files), so no reread."""
+    if p.is_symlink():
+        name = p.resolve().name
+        if re.fullmatch(r"[0-9a-f]{64}", name):
+            return name
+    return sha256_file(p)
 
 
 def _mirror_revision(repo_root: Path, files: list[tuple[str, Path]]) -> str:
@@ -104,16 +143,28 @@ def _mirror_revision(repo_root: Path, files: list[tuple[str, Path]]) -> str:
 
 
 def _manifest(
-    repo_id: str, revision: str, mode: str, patterns: list[str], files: list[tuple[str, Path]]
+    repo_id: str, revision: str, mode: str, patterns: list[str], files: list[tuple[str, Path]], root: Path
 ) -> RawPartition:
     if not files:
         raise RawInputError(f"no files matching {patterns} in {repo_id} ({mode})")
+    folders = [pat for pat in patterns if pat.endswith("/")]
+    entries: list[RawFile] = []
+    grouped: dict[str, list[tuple[str, Path]]] = {}
+    for rel, p in files:
+        folder = next((f for f in folders if rel.startswith(f)), None)
+        if folder is None:
+            entries.append(RawFile(rel, p.resolve(), p.stat().st_size, _file_sha256(p)))
+        else:
+            grouped.setdefault(folder, []).append((rel, p))
+    for folder, members in sorted(grouped.items()):
+        h = hashlib.sha256()
+        size = 0
+        for rel, p in members:
+            h.update(f"{rel}\0{_file_sha256(p)}\n".encode())
+            size += p.stat().st_size
+        entries.append(RawFile(folder, (root / folder).resolve(), size, h.hexdigest(), files=len(members)))
     return RawPartition(
-        repo_id=repo_id,
-        revision=revision,
-        mode=mode,
-        patterns=patterns,
-        files=[RawFile(rel, p.resolve(), p.stat().st_size, sha256_file(p)) for rel, p in files],
+        repo_id, revision, mode, patterns, sorted(entries, key=lambda f: f.path), root.resolve()
     )
 
 
@@ -122,7 +173,7 @@ def from_mirror(mirror: Path, repo_id: str, patterns: list[str]) -> RawPartition
     if not repo_root.is_dir():
         raise RawInputError(f"mirror has no {repo_id}: {repo_root} does not exist")
     files = match_files(repo_root, patterns)
-    return _manifest(repo_id, _mirror_revision(repo_root, files), "mirror", patterns, files)
+    return _manifest(repo_id, _mirror_revision(repo_root, files), "mirror", patterns, files, repo_root)
 
 
 def from_hub(
@@ -150,7 +201,7 @@ def from_hub(
                 repo_id=repo_id,
                 repo_type="dataset",
                 revision=revision,
-                allow_patterns=patterns,
+                allow_patterns=[pat + "*" if pat.endswith("/") else pat for pat in patterns],
                 token=token,
                 cache_dir=str(cache_dir) if cache_dir else None,
                 endpoint=endpoint,
@@ -163,4 +214,4 @@ def from_hub(
             f"hub download of {repo_id} ({patterns}) failed: {type(e).__name__}: {e}"
         ) from None
     files = match_files(snapshot, patterns)
-    return _manifest(repo_id, snapshot.name, "hub", patterns, files)
+    return _manifest(repo_id, snapshot.name, "hub", patterns, files, snapshot)

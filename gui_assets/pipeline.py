@@ -197,6 +197,7 @@ def write_info(spec: SourceSpec, key: str, layout: OutLayout, config: BuildConfi
             "config": config.to_dict(),
             "upstream": raw.upstream_record(),
             "split_rule": spec.split_rule.record(),
+            **_holdout_record(spec, layout, directory),
         },
         stats=stats,
         shards=[ShardEntry(**s) for s in manifest["shards"]],
@@ -204,6 +205,26 @@ def write_info(spec: SourceSpec, key: str, layout: OutLayout, config: BuildConfi
     )
     info.write(layout.dataset_info(directory))
     return info
+
+
+def _holdout_record(spec: SourceSpec, layout: OutLayout, directory: str) -> dict[str, Any]:
+    """build.holdout_rule for a source without an official split: the rule and what it did."""
+    rule = spec.split_rule
+    if rule.fraction is None:
+        return {}
+    rows = read_split_rows(layout, directory)
+    val = [r for r in rows if r["part"] == VAL]
+    return {
+        "holdout_rule": {
+            **rule.record(),
+            "episodes": len(rows),
+            "val_episodes": len(val),
+            "main_episodes": len(rows) - len(val),
+            "groups": len({r["group"] for r in rows}),
+            "val_groups": len({r["group"] for r in val}),
+            "val_fraction": round(len(val) / len(rows), 6) if rows else 0.0,
+        }
+    }
 
 
 def build_directory(

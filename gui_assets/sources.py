@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from gui_assets.adapters import mind2web
+from gui_assets.adapters import agentnet, mind2web
 from gui_assets.config import BuildConfig
 from gui_assets.episode_store import ImageStore
 from gui_assets.ir import GuiEpisode
 from gui_assets.mirror import RawPartition
-from gui_assets.splits import SplitRule, shipped_split
+from gui_assets.splits import SplitRule, hash_holdout, shipped_split
 from gui_assets.stats import BuildStats
 
 Adapter = Callable[[RawPartition, ImageStore, BuildStats, BuildConfig], Iterator[GuiEpisode]]
@@ -53,5 +53,19 @@ MIND2WEB = SourceSpec(
     scrolls=True,
 )
 
-SOURCES: tuple[SourceSpec, ...] = (MIND2WEB,)
+AGENTNET = SourceSpec(
+    name="agentnet",
+    repo_id=agentnet.REPO_ID,
+    partition_keys=agentnet.PARTITIONS,
+    file_patterns=agentnet.file_patterns,
+    adapter=agentnet.episodes,
+    split_rule=hash_holdout(agentnet.HOLDOUT_SALT, "task_id", agentnet.HOLDOUT_FRACTION),
+    description="AgentNet (OpenCUA): human desktop demonstrations on Windows, macOS and Ubuntu as "
+    "PyAutoGUI code, parsed with ast; a 2% task_id hash holdout written as _val_ shards.",
+    license="cc-by-4.0",
+    platform="desktop",
+    scrolls=True,
+)
+
+SOURCES: tuple[SourceSpec, ...] = (MIND2WEB, AGENTNET)
 SOURCES_BY_NAME = {s.name: s for s in SOURCES}

@@ -7,6 +7,7 @@ are added beside `shipped_split` with the same signature.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -23,9 +24,37 @@ class SplitRule:
     group_key: str | None = None
     # The share of episodes a holdout rule must put in val, judged on non-trivial inputs.
     val_fraction: tuple[float, float] | None = None
+    fraction: float | None = None  # the holdout share a hash rule aims at
 
-    def record(self) -> dict[str, str]:
-        return {"name": self.name, "description": self.description}
+    def record(self) -> dict[str, object]:
+        d: dict[str, object] = {"name": self.name, "description": self.description}
+        if self.group_key:
+            d["group_key"] = self.group_key
+        if self.fraction is not None:
+            d["fraction"] = self.fraction
+        return d
+
+
+def hash_fraction(salt: str, key: str) -> float:
+    """A stable number in [0, 1) for `key`: the first 32 bits of sha256(salt + ":" + key)."""
+    return int(hashlib.sha256(f"{salt}:{key}".encode()).hexdigest()[:8], 16) / 2**32
+
+
+def hash_holdout(salt: str, group_key: str, fraction: float) -> SplitRule:
+    """Episodes whose `group_key` attr hashes below `fraction` go to val: a repeated id always
+    lands on one side, and the assignment never changes when other episodes come or go."""
+
+    def assign(episode_id: str, attrs: dict[str, str]) -> str:
+        return VAL if hash_fraction(salt, attrs[group_key]) < fraction else MAIN
+
+    return SplitRule(
+        name="hash_holdout",
+        description=f"val iff int(sha256('{salt}:' + {group_key})[:8 hex], 16) / 2**32 < {fraction}",
+        assign=assign,
+        group_key=group_key,
+        val_fraction=(fraction * 0.75, fraction * 1.25),
+        fraction=fraction,
+    )
 
 
 shipped_split = SplitRule(

@@ -122,23 +122,13 @@ def demo_build(
 
 
 def cli_materialize(
-    partition: str, cwd: Path, env: dict[str, str] | None = None
+    partition: str, cwd: Path, env: dict[str, str] | None = None, source: str = "mind2web"
 ) -> subprocess.CompletedProcess[str]:
-    """The README's command, `dagster asset materialize -m gui_assets --select 'mind2web*'
+    """The README's command, `dagster asset materialize -m gui_assets --select '<source>*'
     --partition P`, run as a user runs it: a separate process in `cwd`."""
-    cmd = [
-        sys.executable,
-        "-m",
-        "dagster",
-        "asset",
-        "materialize",
-        "-m",
-        "gui_assets",
-        "--select",
-        "mind2web*",
-        "--partition",
-        partition,
-    ]
+    select = f"{source}*"
+    cmd = [sys.executable, "-m", "dagster", "asset", "materialize", "-m", "gui_assets"]
+    cmd += ["--select", select, "--partition", partition]
     return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
 
 
@@ -147,3 +137,16 @@ def clean_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GUI_ASSETS_", "DAGSTER_HOME", "HF_"))}
     env.update(extra)
     return env
+
+
+def source_definitions(source: str) -> list:
+    """One source's assets and checks from the code location (one partitions definition)."""
+    from gui_assets import defs
+
+    assets = [a for a in defs.assets or [] if all(k.to_user_string().startswith(source) for k in a.keys)]
+    checks = [
+        c
+        for c in defs.asset_checks or []
+        if all(k.asset_key.to_user_string().startswith(source) for k in c.check_keys)
+    ]
+    return [*assets, *checks]

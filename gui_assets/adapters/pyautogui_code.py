@@ -29,7 +29,19 @@ CLICKS = {
     "rightClick": ("right", 1),
     "middleClick": ("middle", 1),
 }
-KNOWN = {*CLICKS, "moveTo", "dragTo", "scroll", "hscroll", "write", "typewrite", "press", "hotkey", "wait", "terminate"}
+KNOWN = {
+    *CLICKS,
+    "moveTo",
+    "dragTo",
+    "scroll",
+    "hscroll",
+    "write",
+    "typewrite",
+    "press",
+    "hotkey",
+    "wait",
+    "terminate",
+}
 ENTER_KEYS = {"enter", "return", "\n"}
 COORD_SLACK = 0.01  # upstream rounds to 4 decimals and clamps; beyond this it is not normalized
 
@@ -95,11 +107,15 @@ def parse_calls(code: str) -> list[Call]:
         if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
             raise CodeError("unparseable_code", f"not a call: {type(stmt).__name__}")
         func = stmt.value.func
-        if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in MODULES):
+        if not (
+            isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in MODULES
+        ):
             raise CodeError("unknown_action_verb", f"call of {ast.unparse(func)[:60]}")
         if func.attr not in KNOWN:
             raise CodeError("unknown_action_verb", f"{func.value.id}.{func.attr}")
-        if any(isinstance(a, ast.Starred) for a in stmt.value.args) or any(k.arg is None for k in stmt.value.keywords):
+        if any(isinstance(a, ast.Starred) for a in stmt.value.args) or any(
+            k.arg is None for k in stmt.value.keywords
+        ):
             raise CodeError("malformed_code", "starred arguments")
         args = tuple(_literal(a) for a in stmt.value.args)
         kwargs = {k.arg: _literal(k.value) for k in stmt.value.keywords if k.arg}

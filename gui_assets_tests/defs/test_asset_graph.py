@@ -10,12 +10,20 @@ from gui_assets.defs.factory import build_source_defs
 from gui_assets.sources import SOURCES
 
 CHAIN = ["mind2web", "mind2web_episodes", "mind2web_splits", "mind2web_shards", "mind2web_dataset_info"]
+PARTITIONS = {
+    "mind2web": ["train", "test_task", "test_website", "test_domain"],
+    "agentnet": ["win_mac", "ubuntu"],
+}
 EXPECTED_GRAPH = {
-    "mind2web": [],
-    "mind2web_episodes": ["mind2web"],
-    "mind2web_splits": ["mind2web_episodes"],
-    "mind2web_shards": ["mind2web_splits"],
-    "mind2web_dataset_info": ["mind2web_shards"],
+    key: parents
+    for s in PARTITIONS
+    for key, parents in {
+        s: [],
+        f"{s}_episodes": [s],
+        f"{s}_splits": [f"{s}_episodes"],
+        f"{s}_shards": [f"{s}_splits"],
+        f"{s}_dataset_info": [f"{s}_shards"],
+    }.items()
 }
 EXPECTED_KINDS = {
     "mind2web": {"huggingface", "python"},
@@ -70,6 +78,7 @@ def test_groups_partitions_kinds_owners_and_versions():
         ("group:mind2web", set(CHAIN)),
         ("mind2web_shards*", {"mind2web_shards", "mind2web_dataset_info"}),
         ("*mind2web_splits", {"mind2web", "mind2web_episodes", "mind2web_splits"}),
+        ("agentnet*", {k.replace("mind2web", "agentnet") for k in CHAIN}),
     ],
 )
 def test_selection_strings_users_type(selection, expected):

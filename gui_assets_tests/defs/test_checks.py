@@ -8,11 +8,10 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from gui_assets import defs
 from gui_assets.alerts import ALERTS_FILE
 from gui_assets.defs.resources import AlertsResource, BuildSettings, GuiAssetsPaths, HubResource
 from gui_assets.defs.sensors import run_failure_alerts
-from gui_assets_tests.conftest import clean_env, cli_materialize, m2w_row, page_bytes
+from gui_assets_tests.conftest import clean_env, cli_materialize, m2w_row, page_bytes, source_definitions
 from gui_assets_tests.webhook_server import WebhookReceiver
 
 CHECKS = {
@@ -33,7 +32,7 @@ def materialize(
     instance: dg.DagsterInstance | None = None,
 ) -> dg.ExecuteInProcessResult:
     return dg.materialize(
-        [*defs.assets, *defs.asset_checks],  # type: ignore[list-item]
+        source_definitions("mind2web"),
         partition_key=partition,
         resources={
             "paths": GuiAssetsPaths(out=str(out), mirror=str(mirror)),

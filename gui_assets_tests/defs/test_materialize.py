@@ -10,17 +10,16 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from gui_assets import defs
-from gui_assets.defs.resources import BuildSettings, GuiAssetsPaths, HubResource
-from gui_assets_tests.conftest import clean_env, cli_materialize
+from gui_assets.defs.resources import AlertsResource, BuildSettings, GuiAssetsPaths, HubResource
+from gui_assets_tests.conftest import clean_env, cli_materialize, source_definitions
 from gui_assets_tests.defs.test_asset_graph import CHAIN
 from gui_assets_tests.hub_server import LocalHub
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def assets() -> list[dg.AssetsDefinition]:
-    return list(defs.assets)  # type: ignore[arg-type]
+def assets() -> list:
+    return source_definitions("mind2web")  # the chain and its checks
 
 
 def run(
@@ -38,6 +37,7 @@ def run(
             "paths": GuiAssetsPaths(out=str(out), mirror=str(mirror) if mirror else None, source=source),
             "hub": HubResource(cache_dir=str(out / "hf_cache")),
             "build": BuildSettings(**build),
+            "alerts": AlertsResource(),
         },
         instance=instance,
         raise_on_error=False,
@@ -142,3 +142,19 @@ def test_an_unknown_partition_is_refused_by_the_cli(tmp_path):
     r = cli_materialize("validation", tmp_path, clean_env())
     assert r.returncode != 0
     assert "validation" in r.stderr
+
+
+@pytest.mark.slow
+def test_the_agentnet_cli_command_builds_train_and_val_shards(tmp_path, demo_mirror):
+    """`dagster asset materialize -m gui_assets --select 'agentnet*' --partition ubuntu`."""
+    r = cli_materialize("ubuntu", tmp_path, clean_env(GUI_ASSETS_MIRROR=str(demo_mirror)), source="agentnet")
+    assert r.returncode == 0, r.stderr[-3000:]
+    d = tmp_path / "build" / "agentnet_ubuntu"
+    assert sorted(p.name for p in d.iterdir()) == [
+        "agentnet_ubuntu_0000.hdf5",
+        "agentnet_ubuntu_val_0000.hdf5",
+        "dataset_info.json",
+    ]
+    info = json.loads((d / "dataset_info.json").read_text())
+    assert info["build"]["holdout_rule"]["val_episodes"] == 1 and len(info["val_shards"]) == 1
+    assert "ASSET_CHECK_EVALUATION" in r.stderr and "split_disjointness" in r.stderr

@@ -1,0 +1,372 @@
+"""AgentNet (`xlangai/AgentNet`): PyAutoGUI trajectories on Ubuntu, Windows and macOS desktops.
+
+Files per partition (`ubuntu`, `win_mac`):
+    agentnet_<partition>*.jsonl        one trajectory per line: task_id, instruction, traj[...]
+    meta_data_merged.jsonl             task_id -> system (Windows | Darwin | Ubuntu): the only OS field
+    <partition>_images/                images.zip, or a split archive images.z01.. + images.zip,
+                                       or the extracted PNGs; members named by traj[i].image
+
+`traj[i].image` is the screen BEFORE step i's action (the next step's image shows its effect),
+so it is o_t as it stands. `value.code` is parsed by `pyautogui_code` (ast, never executed);
+coordinates are normalized to the screenshot already.
+
+Mapping: click/doubleClick/tripleClick/rightClick/middleClick -> CLICK (the button and count
+stay in action_desc: 'right_click(0.95, 0.51)'); moveTo alone -> HOVER; moveTo+dragTo -> DRAG;
+scroll/hscroll -> SCROLL; write/typewrite -> TYPE (no point: mask 0, as the source records
+none); press -> PRESS_ENTER for Enter, else PRESS_KEY with the keys (repeats and sequences
+space-separated); hotkey -> PRESS_KEY "ctrl+c"; wait -> WAIT; terminate(success) -> STOP and
+reward 1, terminate(failure|fail) -> FAIL. A trajectory without terminate(success) has reward 0.
+
+Scroll sign convention: pyautogui's, on every platform: a positive `scroll` moves the view up,
+a positive `hscroll` moves it right. The gesture starts where the wheel turned (the moveTo
+point, else the causal cursor) and the content travels opposite to the view by
+SCROLL_UNIT[os] of the screen per unit (Windows and Linux send about 3 units a notch; macOS
+sends pixel-like deltas such as -54), clipped at the frame edge. A gesture clipped to nothing
+(a pointer on the edge it would travel past) keeps its direction in action_desc with a zero
+mask, ungrounded as `gesture_outside_frame`.
+
+Drop reasons, per step: the parser's (unparseable_code, unknown_action_verb, malformed_code,
+coordinate_out_of_range, multiple_actions, drag_without_start, empty_code), missing_screenshot,
+the archive's (unsafe_archive_member, archive_member_too_large, truncated_archive_member, ...),
+and the image checks'; per trajectory: malformed_json, malformed_record, empty_episode. Episode
+ids are `agentnet/<task_id>` and `agentnet/<task_id>#<k>` for the k-th repeat of a task_id
+(win_mac repeats 93); the holdout splits by task_id, so repeats share a side.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+from gui_assets.adapters.pyautogui_code import Action, CodeError, parse_action
+from gui_assets.archives import ArchiveError, FolderImages, ZipImages, open_images
+from gui_assets.config import BuildConfig
+from gui_assets.cursor import SCREEN_CENTRE, next_cursor
+from gui_assets.episode_store import ImageStore
+from gui_assets.images import ImageError, inspect
+from gui_assets.ir import (
+    NO_MASK,
+    POINT_MASK,
+    SPAN_MASK,
+    ActionType,
+    DropReason,
+    GuiEpisode,
+    GuiStep,
+    Observation,
+    SourceRef,
+    describe,
+)
+from gui_assets.mirror import RawInputError, RawPartition
+from gui_assets.stats import BuildStats
+
+REPO_ID = "xlangai/AgentNet"
+PARTITIONS = ("win_mac", "ubuntu")
+META_FILE = "meta_data_merged.jsonl"
+OS_BY_SYSTEM = {"Windows": "windows", "Darwin": "macos", "Ubuntu": "ubuntu"}
+# Share of the screen the content travels per pyautogui scroll unit.
+SCROLL_UNIT = {"windows": 0.05, "ubuntu": 0.05, "macos": 0.005}
+HOLDOUT_SALT = "agentnet"
+HOLDOUT_FRACTION = 0.02
+_CLICK_NAMES = {
+    ("left", 1): "click",
+    ("left", 2): "double_click",
+    ("left", 3): "triple_click",
+    ("right", 1): "right_click",
+    ("middle", 1): "middle_click",
+}
+_ENTER = {"enter", "return"}
+
+
+def images_dir(partition: str) -> str:
+    return f"{partition}_images/"
+
+
+def file_patterns(partition: str) -> list[str]:
+    return [f"agentnet_{partition}*.jsonl", META_FILE, images_dir(partition)]
+
+
+def _read_meta(raw: RawPartition, stats: BuildStats) -> dict[str, dict[str, Any]]:
+    """task_id -> its metadata row; the OS join. A missing file is allowed (the OS stays unknown)."""
+    meta: dict[str, dict[str, Any]] = {}
+    for f in raw.find(META_FILE):
+        with open(f.local, encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                    meta.setdefault(str(row["task_id"]), row)
+                except (ValueError, KeyError, TypeError):
+                    stats.drop("malformed_metadata_line")
+    return meta
+
+
+def _os_of(task_id: str, partition: str, meta: dict[str, dict[str, Any]]) -> str:
+    system = str(meta.get(task_id, {}).get("system", ""))
+    if system in OS_BY_SYSTEM:
+        return OS_BY_SYSTEM[system]
+    return "ubuntu" if partition == "ubuntu" else "unknown"
+
+
+def scroll_gesture(
+    point: tuple[float, float], amount: tuple[float, float], unit: float
+) -> tuple[tuple[float, float, float, float], str]:
+    """(params, view direction) for a wheel at `point`; pyautogui signs (positive: view up / right)."""
+    h, v = amount
+    x, y = point
+    if abs(v) >= abs(h):
+        direction = "up" if v > 0 else "down"
+        return (x, y, x, min(1.0, max(0.0, y + v * unit))), direction
+    direction = "right" if h > 0 else "left"
+    return (x, y, min(1.0, max(0.0, x - h * unit)), y), direction
+
+
+def _to_step(
+    a: Action,
+    pointer: tuple[float, float],
+    os_name: str,
+    obs: Observation,
+    ref: SourceRef,
+    thought: str,
+    notes: str,
+) -> GuiStep:
+    kw: dict[str, Any] = {
+        "observation": obs,
+        "scroll": (0.0, 0.0),
+        "ref": ref,
+        "thought": thought,
+        "annotations": notes,
+    }
+
+    def step(
+        t: ActionType,
+        params: tuple[float, ...],
+        mask: tuple[float, ...],
+        text: str = "",
+        name: str = "",
+        ungrounded: str = "",
+        desc: str = "",
+    ) -> GuiStep:
+        p = (tuple(params) + (0.0,) * 4)[:4]
+        return GuiStep(
+            t,
+            p,
+            mask,
+            text,
+            desc or describe(t, p, mask, text, name),  # type: ignore[arg-type]
+            ungrounded_reason=ungrounded,
+            **kw,
+        )
+
+    if a.kind == "click":
+        name = _CLICK_NAMES.get((a.button, a.clicks), f"{a.button}_click_x{a.clicks}")
+        if a.point is None:  # click() at wherever the pointer was: not recorded, not invented
+            return step(ActionType.CLICK, (), NO_MASK, name=name, ungrounded="no_point")
+        return step(ActionType.CLICK, a.point, POINT_MASK, name=name)
+    if a.kind == "hover":
+        return step(ActionType.HOVER, a.point or (0, 0), POINT_MASK)
+    if a.kind == "drag":
+        return step(ActionType.DRAG, (*a.point, *a.end), SPAN_MASK)  # type: ignore[misc]
+    if a.kind == "scroll":
+        params, direction = scroll_gesture(a.point or pointer, a.amount, SCROLL_UNIT.get(os_name, 0.05))
+        if params[:2] == params[2:]:
+            return step(
+                ActionType.SCROLL,
+                (),
+                NO_MASK,
+                ungrounded="gesture_outside_frame",
+                desc=f"scroll({direction})",
+            )
+        return step(ActionType.SCROLL, params, SPAN_MASK)
+    if a.kind == "type":
+        return step(ActionType.TYPE, (), NO_MASK, text=a.text)
+    if a.kind == "press":
+        text = " ".join(list(a.keys) * a.presses)
+        enter = all(k.lower() in _ENTER for k in a.keys)
+        return step(ActionType.PRESS_ENTER if enter else ActionType.PRESS_KEY, (), NO_MASK, text=text)
+    if a.kind == "hotkey":
+        return step(ActionType.PRESS_KEY, (), NO_MASK, text="+".join(a.keys), name="hotkey")
+    if a.kind == "wait":
+        return step(ActionType.WAIT, (), NO_MASK, desc=f"wait({a.seconds:g})")
+    if a.status == "success":
+        return step(ActionType.STOP, (), NO_MASK)
+    return step(ActionType.FAIL, (), NO_MASK)
+
+
+def _read_image(images: ZipImages | FolderImages, name: Any, store: ImageStore) -> Observation:
+    """The step's screenshot into the image store; raises ImageError/ArchiveError/KeyError."""
+    if not isinstance(name, str) or not name:
+        raise KeyError(name)
+    key = name.rsplit("/", 1)[-1]
+    if key not in images.members and "_" in key and key.split("_", 1)[1] in images.members:
+        key = key.split("_", 1)[1]  # a consumer saw win_mac names with a prefix to strip
+    if key not in images.members and key in images.refused:
+        raise ArchiveError(images.refused[key], key)
+    data = images.read(key)
+    header = inspect(data)
+    sha = store.put(data, header.ext)
+    return Observation(sha, header.ext, 0, 0, header.width, header.height)
+
+
+def _attrs(
+    row: dict[str, Any], task_id: str, os_name: str, meta: dict[str, Any], repeat: int
+) -> dict[str, str]:
+    def text(v: Any) -> str:
+        return "null" if v is None else json.dumps(v) if isinstance(v, bool | int | float) else str(v)
+
+    attrs = {"task_id": task_id, "os": os_name, "system": str(meta.get("system", "")), "repeat": str(repeat)}
+    for k in (
+        "task_completed",
+        "alignment_score",
+        "efficiency_score",
+        "task_difficulty",
+        "domain",
+        "natural_language_task",
+        "actual_task",
+        "reason",
+    ):
+        if k in row:
+            attrs[k] = text(row[k])
+    for k in ("domains", "applications", "websites"):
+        if k in meta:
+            attrs[k] = json.dumps(meta[k], ensure_ascii=False)
+    return attrs
+
+
+def episodes(
+    raw: RawPartition, store: ImageStore, stats: BuildStats, config: BuildConfig
+) -> Iterator[GuiEpisode]:
+    """Stream one partition's trajectory file; each line becomes one episode (or a counted drop)."""
+    partition = next((p for p in PARTITIONS if raw.find(f"agentnet_{p}*.jsonl")), None)
+    trajectories = raw.find(f"agentnet_{partition}*.jsonl") if partition else []
+    if partition is None or len(trajectories) != 1:
+        raise RawInputError(
+            f"{raw.repo_id}: expected one agentnet_<partition>*.jsonl, found {len(trajectories)}"
+        )
+    traj_file = trajectories[0]
+    meta = _read_meta(raw, stats)
+    try:
+        images = open_images(raw.root / images_dir(partition))
+    except ArchiveError as e:
+        raise RawInputError(f"{raw.repo_id}/{images_dir(partition)}: {e}") from None
+    seen: Counter[str] = Counter()
+    stats.files_in += 1
+    try:
+        with open(traj_file.local, encoding="utf-8", errors="replace") as fh:
+            for line_no, line in enumerate(fh):
+                if not line.strip():
+                    continue
+                stats.episodes_in += 1
+                ref = SourceRef(raw.repo_id, raw.revision, traj_file.path, row=line_no)
+                try:
+                    row = json.loads(line)
+                except ValueError:
+                    stats.drop(DropReason.MALFORMED_JSON)
+                    continue
+                task_id, instruction, traj = (
+                    (row.get(k) for k in ("task_id", "instruction", "traj"))
+                    if isinstance(row, dict)
+                    else (None, None, None)
+                )
+                if not (
+                    isinstance(task_id, str)
+                    and task_id
+                    and isinstance(instruction, str)
+                    and isinstance(traj, list)
+                ):
+                    stats.drop(DropReason.MALFORMED_RECORD)
+                    continue
+                repeat = seen[task_id]
+                seen[task_id] += 1
+                os_name = _os_of(task_id, partition, meta)
+                ep = _episode(
+                    row,
+                    task_id,
+                    instruction,
+                    traj,
+                    repeat,
+                    os_name,
+                    meta.get(task_id, {}),
+                    images,
+                    store,
+                    stats,
+                    ref,
+                )
+                if ep is None:
+                    stats.drop(DropReason.EMPTY_EPISODE)
+                    continue
+                yield ep
+    finally:
+        images.close()
+
+
+def _index_of(step: Any) -> int:
+    idx = step.get("index") if isinstance(step, dict) else None
+    return idx if isinstance(idx, int) and not isinstance(idx, bool) else 1 << 30
+
+
+def _episode(
+    row: dict[str, Any],
+    task_id: str,
+    instruction: str,
+    traj: list[Any],
+    repeat: int,
+    os_name: str,
+    meta: dict[str, Any],
+    images: ZipImages | FolderImages,
+    store: ImageStore,
+    stats: BuildStats,
+    ref: SourceRef,
+) -> GuiEpisode | None:
+    steps: list[GuiStep] = []
+    pointer = SCREEN_CENTRE
+    success = False
+    for pos, item in sorted(enumerate(traj), key=lambda e: (_index_of(e[1]), e[0])):
+        value = item.get("value") if isinstance(item, dict) else None
+        if not isinstance(value, dict):
+            stats.drop(DropReason.MALFORMED_RECORD)
+            continue
+        step_ref = SourceRef(ref.repo_id, ref.revision, ref.file, row=ref.row, member=f"traj[{pos}]")
+        try:
+            action = parse_action(value.get("code"))  # type: ignore[arg-type]
+            obs = _read_image(images, item.get("image"), store)
+        except CodeError as e:
+            stats.drop(e.reason)
+            continue
+        except KeyError:
+            stats.drop(DropReason.MISSING_SCREENSHOT)
+            continue
+        except (ArchiveError, ImageError) as e:
+            stats.drop(str(e.reason))
+            continue
+        thought = value.get("thought") if isinstance(value.get("thought"), str) else ""
+        notes = {
+            k: value[k]
+            for k in ("observation", "action", "reflection", "last_step_correct", "last_step_redundant")
+            if k in value
+        }
+        step = _to_step(
+            action,
+            pointer,
+            os_name,
+            obs,
+            step_ref,
+            thought,
+            json.dumps(notes, ensure_ascii=False, sort_keys=True) if notes else "",
+        )
+        steps.append(step)
+        pointer = next_cursor(pointer, step.action_type, step.params, step.grounded)
+        if action.kind == "terminate":
+            success = action.status == "success"
+    if not steps:
+        return None
+    return GuiEpisode(
+        episode_id=f"agentnet/{task_id}" + (f"#{repeat}" if repeat else ""),
+        source="agentnet",
+        instruction=instruction,
+        steps=steps,
+        success=success and steps[-1].action_type == ActionType.STOP,
+        attrs=_attrs(row, task_id, os_name, meta, repeat),
+    )

@@ -1,0 +1,94 @@
+"""Image archives: split zips as `zip -s` writes them, zip64, and members refused by reason."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from gui_assets import archives
+from gui_assets.archives import ArchiveError, FolderImages, ZipImages, open_images
+
+needs_zip = pytest.mark.skipif(shutil.which("zip") is None, reason="the zip tool (Debian package zip)")
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> dict[str, bytes]:
+    src = tmp_path / "src"
+    src.mkdir()
+    data = {f"{i}.png": os.urandom(70_000 + i) for i in range(5)}  # incompressible: segments split members
+    for name, b in data.items():
+        (src / name).write_bytes(b)
+    return data
+
+
+@needs_zip
+@pytest.mark.parametrize("flags", [["-s", "64k"], ["-fz", "-s", "100k"], [], ["-fz"]])
+def test_split_plain_and_zip64_archives_read_back_exactly(tmp_path, files, flags):
+    out = tmp_path / "arc"
+    out.mkdir()
+    subprocess.run(["zip", "-q", *flags, str(out / "images.zip"), *files], cwd=tmp_path / "src", check=True)
+    z = open_images(out)
+    assert isinstance(z, ZipImages)
+    assert len(z.segments.paths) == len(list(out.iterdir()))
+    assert {n: z.read(n) for n in z.names()} == files
+    z.close()
+
+
+@needs_zip
+def test_a_missing_segment_fails_by_name(tmp_path, files):
+    out = tmp_path / "arc"
+    out.mkdir()
+    subprocess.run(
+        ["zip", "-q", "-s", "64k", str(out / "images.zip"), *files], cwd=tmp_path / "src", check=True
+    )
+    (out / "images.z02").unlink()
+    with pytest.raises(ArchiveError, match=r"missing segments of images\.zip"):
+        ZipImages(out / "images.zip")
+
+
+def test_refusals_by_reason(tmp_path, monkeypatch):
+    path = tmp_path / "images.zip"
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as z:
+        z.writestr("ok.png", b"x" * 100)
+        z.writestr("/abs.png", b"x")
+        z.writestr("dir/../../up.png", b"x")
+        z.writestr("bomb.png", b"\0" * 2_000_000)  # inflates ~2000x
+    zi = ZipImages(path)
+    assert zi.names() == {"ok.png"}
+    assert zi.refused == {
+        "abs.png": "unsafe_archive_member",
+        "up.png": "unsafe_archive_member",
+        "bomb.png": "archive_member_too_large",
+    }
+    monkeypatch.setattr(archives, "MAX_MEMBER_BYTES", 50)
+    assert ZipImages(path).refused["ok.png"] == "archive_member_too_large"
+
+
+def test_a_corrupt_member_is_a_truncated_member_not_a_crash(tmp_path):
+    path = tmp_path / "images.zip"
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as z:
+        z.writestr("a.png", b"A" * 1000)
+    raw = bytearray(path.read_bytes())
+    raw[raw.index(b"A" * 10) + 5] ^= 0xFF  # flip a byte of the member's data
+    path.write_bytes(bytes(raw))
+    with pytest.raises(ArchiveError) as e:
+        ZipImages(path).read("a.png")
+    assert e.value.reason == "truncated_archive_member"
+    path.write_bytes(b"PK\x03\x04 not a whole archive")
+    with pytest.raises(ArchiveError, match="no end of central directory"):
+        ZipImages(path)
+
+
+def test_folders_are_indexed_by_file_name(tmp_path):
+    (tmp_path / "imgs" / "nested").mkdir(parents=True)
+    (tmp_path / "imgs" / "nested" / "a.png").write_bytes(b"a")
+    (tmp_path / "imgs" / "notes.txt").write_text("no")
+    src = open_images(tmp_path / "imgs")
+    assert isinstance(src, FolderImages) and src.names() == {"a.png"} and src.read("a.png") == b"a"
+    with pytest.raises(ArchiveError, match=r"no images\.zip and no extracted images"):
+        open_images(tmp_path / "empty")
