@@ -174,6 +174,12 @@ class GuiEpisode:
         return json.dumps(d, sort_keys=True, ensure_ascii=False)
 
 
+def params4(values: tuple[float, ...] | list[float] = ()) -> tuple[float, float, float, float]:
+    """[x1, y1, x2, y2] from the slots a step constrains; the rest hold 0, never a guess."""
+    p = [float(v) for v in values][:4]
+    return (*p, *([0.0] * (4 - len(p))))  # type: ignore[return-value]
+
+
 def fmt_coord(v: float) -> str:
     return f"{v:.2f}"
 

@@ -52,6 +52,7 @@ class RawPartition:
     patterns: list[str]
     files: list[RawFile] = field(default_factory=list)
     root: Path = Path()  # the repo's local root: <mirror>/<owner>/<repo>, or the hub snapshot
+    partition: str = ""  # the partition key these files were fetched for
 
     def find(self, pattern: str) -> list[RawFile]:
         """The manifest entries whose repo path matches a glob."""
@@ -64,6 +65,7 @@ class RawPartition:
             "mode": self.mode,
             "patterns": self.patterns,
             "root": str(self.root),
+            "partition": self.partition,
             "files": [f.to_dict() for f in self.files],
         }
 
@@ -79,6 +81,7 @@ class RawPartition:
                 for f in d["files"]
             ],
             root=Path(d.get("root", "")),
+            partition=d.get("partition", ""),
         )
 
     def write(self, path: Path) -> None:

@@ -12,6 +12,7 @@ stage and `build_directory` chains them in process for tests and debugging.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,20 +51,30 @@ class RawSettings:
 
 
 def fetch_raw(spec: SourceSpec, key: str, layout: OutLayout, raw: RawSettings) -> RawPartition:
-    patterns = spec.file_patterns(key)
-    if raw.mode == "hub":
-        part = mirror.from_hub(
-            spec.repo_id,
-            patterns,
-            revision=raw.revision,
-            token=raw.token,
-            cache_dir=raw.cache_dir,
-            endpoint=raw.endpoint,
-        )
-    elif raw.mode == "mirror":
-        part = mirror.from_mirror(raw.mirror, spec.repo_id, patterns)
-    else:
+    """The partition's upstream files, described; an index file first where the source has one."""
+    if raw.mode not in ("mirror", "hub"):
         raise ValueError(f"GUI_ASSETS_SOURCE must be 'mirror' or 'hub', not {raw.mode!r}")
+
+    def fetch(patterns: list[str]) -> RawPartition:
+        if raw.mode == "hub":
+            return mirror.from_hub(
+                spec.repo_id,
+                patterns,
+                revision=raw.revision,
+                token=raw.token,
+                cache_dir=raw.cache_dir,
+                endpoint=raw.endpoint,
+            )
+        return mirror.from_mirror(raw.mirror, spec.repo_id, patterns)
+
+    patterns = spec.file_patterns(key)
+    part = fetch(patterns)
+    if spec.resolve_patterns is not None:
+        more = spec.resolve_patterns(part.root, key)
+        if raw.mode == "hub" and raw.revision is None:
+            raw = dataclasses.replace(raw, revision=part.revision)  # the same commit both times
+        part = fetch(patterns + more)
+    part.partition = key
     part.write(layout.raw_manifest(spec.directory(key)))
     return part
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
-from gui_assets.adapters import agentnet, mind2web
+from gui_assets.adapters import agentnet, mind2web, weblinx
 from gui_assets.config import BuildConfig
 from gui_assets.episode_store import ImageStore
 from gui_assets.ir import GuiEpisode
@@ -28,6 +29,9 @@ class SourceSpec:
     license: str
     platform: str
     scrolls: bool  # the source yields SCROLL steps; none at all is suspicious (scroll_histogram)
+    # For sources whose partition's files are named in an index file (WebLINX's splits.json):
+    # (local repo root holding the file_patterns files, key) -> the rest of the patterns.
+    resolve_patterns: Callable[[Path, str], list[str]] | None = None
 
     def directory(self, key: str) -> str:
         if key not in self.partition_keys:
@@ -67,5 +71,20 @@ AGENTNET = SourceSpec(
     scrolls=True,
 )
 
-SOURCES: tuple[SourceSpec, ...] = (MIND2WEB, AGENTNET)
+WEBLINX = SourceSpec(
+    name="weblinx",
+    repo_id=weblinx.REPO_ID,
+    partition_keys=weblinx.PARTITIONS,
+    file_patterns=weblinx.file_patterns,
+    adapter=weblinx.episodes,
+    split_rule=shipped_split,
+    description="WebLINX: conversational web navigation demonstrations read from each demo's "
+    "replay.json, splits taken from the dataset's own splits.json.",
+    license="cc-by-nc-sa-4.0",
+    platform="web",
+    scrolls=True,
+    resolve_patterns=weblinx.resolve_patterns,
+)
+
+SOURCES: tuple[SourceSpec, ...] = (MIND2WEB, AGENTNET, WEBLINX)
 SOURCES_BY_NAME = {s.name: s for s in SOURCES}

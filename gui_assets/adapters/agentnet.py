@@ -57,6 +57,7 @@ from gui_assets.ir import (
     Observation,
     SourceRef,
     describe,
+    params4,
 )
 from gui_assets.mirror import RawInputError, RawPartition
 from gui_assets.stats import BuildStats
@@ -149,7 +150,7 @@ def _to_step(
         ungrounded: str = "",
         desc: str = "",
     ) -> GuiStep:
-        p = (tuple(params) + (0.0,) * 4)[:4]
+        p = params4(params)
         return GuiStep(
             t,
             p,
@@ -239,9 +240,9 @@ def episodes(
     raw: RawPartition, store: ImageStore, stats: BuildStats, config: BuildConfig
 ) -> Iterator[GuiEpisode]:
     """Stream one partition's trajectory file; each line becomes one episode (or a counted drop)."""
-    partition = next((p for p in PARTITIONS if raw.find(f"agentnet_{p}*.jsonl")), None)
-    trajectories = raw.find(f"agentnet_{partition}*.jsonl") if partition else []
-    if partition is None or len(trajectories) != 1:
+    partition = raw.partition
+    trajectories = raw.find(f"agentnet_{partition}*.jsonl")
+    if partition not in PARTITIONS or len(trajectories) != 1:
         raise RawInputError(
             f"{raw.repo_id}: expected one agentnet_<partition>*.jsonl, found {len(trajectories)}"
         )

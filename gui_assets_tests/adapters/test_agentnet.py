@@ -83,6 +83,7 @@ def write_agentnet(
 
 def run(root: Path, partition: str, tmp: Path) -> tuple[list[GuiEpisode], BuildStats]:
     raw = from_mirror(root, REPO, agentnet.file_patterns(partition))
+    raw.partition = partition
     stats = BuildStats()
     eps = list(agentnet.episodes(raw, ImageStore(tmp / "images"), stats, BuildConfig()))
     for ep in eps:
@@ -217,6 +218,7 @@ def test_a_missing_archive_fails_the_partition_by_name(tmp_path):
     (repo / "agentnet_ubuntu_5k.jsonl").write_text(json.dumps(row("t", ["computer.wait()"])) + "\n")
     (repo / "ubuntu_images").mkdir()
     raw = from_mirror(tmp_path, REPO, agentnet.file_patterns("ubuntu"))
+    raw.partition = "ubuntu"
     with pytest.raises(RawInputError, match=r"ubuntu_images/.*no images\.zip and no extracted images"):
         list(agentnet.episodes(raw, ImageStore(tmp_path / "i"), BuildStats(), BuildConfig()))
 

@@ -13,6 +13,7 @@ CHAIN = ["mind2web", "mind2web_episodes", "mind2web_splits", "mind2web_shards", 
 PARTITIONS = {
     "mind2web": ["train", "test_task", "test_website", "test_domain"],
     "agentnet": ["win_mac", "ubuntu"],
+    "weblinx": ["train", "valid"],
 }
 EXPECTED_GRAPH = {
     key: parents
@@ -79,6 +80,7 @@ def test_groups_partitions_kinds_owners_and_versions():
         ("mind2web_shards*", {"mind2web_shards", "mind2web_dataset_info"}),
         ("*mind2web_splits", {"mind2web", "mind2web_episodes", "mind2web_splits"}),
         ("agentnet*", {k.replace("mind2web", "agentnet") for k in CHAIN}),
+        ("weblinx*", {k.replace("mind2web", "weblinx") for k in CHAIN}),
     ],
 )
 def test_selection_strings_users_type(selection, expected):

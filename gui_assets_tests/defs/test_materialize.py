@@ -158,3 +158,14 @@ def test_the_agentnet_cli_command_builds_train_and_val_shards(tmp_path, demo_mir
     info = json.loads((d / "dataset_info.json").read_text())
     assert info["build"]["holdout_rule"]["val_episodes"] == 1 and len(info["val_shards"]) == 1
     assert "ASSET_CHECK_EVALUATION" in r.stderr and "split_disjointness" in r.stderr
+
+
+@pytest.mark.slow
+def test_the_weblinx_cli_command_builds_valid(tmp_path, demo_mirror):
+    """`dagster asset materialize -m gui_assets --select 'weblinx*' --partition valid`."""
+    r = cli_materialize("valid", tmp_path, clean_env(GUI_ASSETS_MIRROR=str(demo_mirror)), source="weblinx")
+    assert r.returncode == 0, r.stderr[-3000:]
+    d = tmp_path / "build" / "weblinx_valid"
+    assert sorted(p.name for p in d.iterdir()) == ["dataset_info.json", "weblinx_valid_0000.hdf5"]
+    info = json.loads((d / "dataset_info.json").read_text())
+    assert info["stats"]["episodes_out"] == 2 and info["split"] == "valid"

@@ -1,0 +1,407 @@
+"""WebLINX (`McGill-NLP/WebLINX-zipped`): one zip per demonstration, read from its replay.json.
+
+Files: `splits.json` at the repo root names the demos of each split (the partition keys are
+`train` and `valid`, used as they ship); each demo is `<demo_id>.zip` anywhere in the repo
+(commonly `demonstrations/`), with entries at the zip root or under `<demo_id>/`:
+`replay.json` and `screenshots/screenshot-N-M.png`. The zip is read in place, one member at a time.
+
+Turns: chat turns are not actions. The instructor's first utterance is the instruction and
+later instructor utterances are appended to it in order (one line each); navigator `say` turns
+are skipped. A browser turn is one step, observed through the screenshot its own `state`
+names, captured when the event fired, before its effect. A turn whose screenshot is missing
+(`missing_screenshot`) or marked `broken` (`broken_screenshot`) is dropped.
+
+Intents (every one, with its rule; anything else is `unknown_action_verb`):
+    click            CLICK at the element box centre, else at the mouse
+    hover            HOVER, likewise
+    textInput        TYPE `text` (or `value`), at the element when there is one
+    change           SELECT on a <select> element, else TYPE, with `value`
+    submit           PRESS_ENTER (a form submitted; the key is what a policy would press)
+    scroll           SCROLL: the view moves by the change of `scrollX`/`scrollY` (page offsets,
+                     tracked per tab, reset by a load); the gesture starts at the mouse, else the
+                     causal cursor, and the content travels the opposite way (`empty_scroll` if
+                     the offset did not change)
+    load             GOTO with the url (`properties.url`, else `url`)
+    copy / paste     PRESS_KEY "ctrl+c" / "ctrl+v"; the copied or pasted text stays in action_desc
+    tabcreate        PRESS_KEY "ctrl+t"      tabremove  PRESS_KEY "ctrl+w"
+    tabswitch        PRESS_KEY "ctrl+tab"; the tab ids stay in action_desc
+    say (browser)    not an action, skipped like chat
+
+Coordinates: element boxes and the mouse are CSS px relative to the viewport; screenshots are
+device px. The scale is measured per turn, frame width / viewportWidth (which is the zoom level
+when the frame is in device px and 1 when it is not), falling back to `zoomLevel` (metadata or
+properties) when the viewport is not recorded. Points are normalized by the frame; a box is
+clipped to the frame first, and a box outside it leaves the step ungrounded.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from gui_assets.archives import ArchiveError, ZipImages
+from gui_assets.config import BuildConfig
+from gui_assets.cursor import SCREEN_CENTRE, next_cursor
+from gui_assets.episode_store import ImageStore
+from gui_assets.images import ImageError, inspect
+from gui_assets.ir import (
+    NO_MASK,
+    POINT_MASK,
+    SPAN_MASK,
+    ActionType,
+    DropReason,
+    GuiEpisode,
+    GuiStep,
+    Observation,
+    SourceRef,
+    UngroundedReason,
+    describe,
+    params4,
+)
+from gui_assets.mirror import RawInputError, RawPartition
+from gui_assets.stats import BuildStats
+
+REPO_ID = "McGill-NLP/WebLINX-zipped"
+PARTITIONS = ("train", "valid")
+SPLITS_FILE = "splits.json"
+KEYS = {
+    "copy": "ctrl+c",
+    "paste": "ctrl+v",
+    "tabcreate": "ctrl+t",
+    "tabremove": "ctrl+w",
+    "tabswitch": "ctrl+tab",
+}
+
+
+def file_patterns(split: str) -> list[str]:
+    return [SPLITS_FILE]
+
+
+def demo_ids(root: Path, split: str) -> list[str]:
+    try:
+        splits = json.loads((root / SPLITS_FILE).read_text(encoding="utf-8"))
+        ids = splits[split]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise RawInputError(
+            f"{REPO_ID}/{SPLITS_FILE}: no split {split!r} ({type(e).__name__}: {e})"
+        ) from None
+    if not isinstance(ids, list) or not all(isinstance(i, str) and i for i in ids):
+        raise RawInputError(f"{REPO_ID}/{SPLITS_FILE}: split {split!r} is not a list of demo ids")
+    return ids
+
+
+def resolve_patterns(root: Path, split: str) -> list[str]:
+    """The split's demo zips, wherever they sit in the repo."""
+    return [p for d in demo_ids(root, split) for p in (f"{d}.zip", f"*/{d}.zip")]
+
+
+def _norm_intent(intent: Any) -> str:
+    return str(intent or "").lower().replace("_", "").strip()
+
+
+def _num(v: Any) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, int | float | str):
+        return None
+    try:
+        f = float(v)
+    except ValueError:
+        return None
+    return f if math.isfinite(f) else None
+
+
+class _Turn:
+    """One browser turn's fields, read defensively (any of them may be missing or mistyped)."""
+
+    def __init__(self, turn: dict[str, Any]) -> None:
+        action = turn.get("action") if isinstance(turn.get("action"), dict) else {}
+        self.intent = _norm_intent(action.get("intent"))
+        self.args = action.get("arguments") if isinstance(action.get("arguments"), dict) else {}
+        meta = self.args.get("metadata")
+        props = self.args.get("properties")
+        self.meta = meta if isinstance(meta, dict) else {}
+        self.props = props if isinstance(props, dict) else {}
+        el = self.args.get("element")
+        self.element = el if isinstance(el, dict) else {}
+        state = turn.get("state")
+        self.state = state if isinstance(state, dict) else {}
+
+    def zoom(self) -> float:
+        z = _num(self.meta.get("zoomLevel")) or _num(self.props.get("zoomLevel"))
+        return z if z and z > 0 else 1.0
+
+    def scale(self, width: int, height: int) -> tuple[float, float]:
+        """CSS px -> frame px, measured from the frame when the viewport was recorded."""
+        vw, vh = _num(self.meta.get("viewportWidth")), _num(self.meta.get("viewportHeight"))
+        z = self.zoom()
+        return (width / vw if vw else z, height / vh if vh else z)
+
+    def tab(self) -> str:
+        return str(self.meta.get("tabId", self.props.get("tabId", "-1")))
+
+    def mouse(self) -> tuple[float, float] | None:
+        x, y = _num(self.meta.get("mouseX")), _num(self.meta.get("mouseY"))
+        return (x, y) if x is not None and y is not None else None
+
+    def box(self) -> tuple[float, float, float, float] | None:
+        b = self.element.get("bbox")
+        if not isinstance(b, dict):
+            return None
+        left, top = _num(b.get("left", b.get("x"))), _num(b.get("top", b.get("y")))
+        w, h = _num(b.get("width")), _num(b.get("height"))
+        if None in (left, top, w, h) or w <= 0 or h <= 0:  # type: ignore[operator]
+            return None
+        return left, top, w, h  # type: ignore[return-value]
+
+
+def locate(t: _Turn, width: int, height: int) -> tuple[tuple[float, float] | None, str]:
+    """The turn's point normalized by the frame, or (None, ungrounded reason)."""
+    sx, sy = t.scale(width, height)
+    box = t.box()
+    if box is not None:
+        left, top, w, h = box
+        x0, x1 = max(left * sx, 0.0), min((left + w) * sx, float(width))
+        y0, y1 = max(top * sy, 0.0), min((top + h) * sy, float(height))
+        if x0 >= x1 or y0 >= y1:
+            return None, UngroundedReason.OUTSIDE_SCREENSHOT
+        return ((x0 + x1) / 2 / width, (y0 + y1) / 2 / height), ""
+    mouse = t.mouse()
+    if mouse is not None:
+        x, y = mouse[0] * sx, mouse[1] * sy
+        if not (0 <= x <= width and 0 <= y <= height):
+            return None, UngroundedReason.OUTSIDE_SCREENSHOT
+        return (x / width, y / height), ""
+    return None, UngroundedReason.NO_CANDIDATE
+
+
+class _Demo:
+    """One demonstration zip: replay.json and the screenshots it names."""
+
+    def __init__(self, path: Path, demo_id: str) -> None:
+        self.zip = ZipImages(path)  # indexes members by file name; refuses unsafe paths
+        self.demo_id = demo_id
+
+    def replay(self) -> dict[str, Any]:
+        if "replay.json" not in self.zip.members:
+            raise ArchiveError("missing_replay", "no replay.json")
+        doc = json.loads(self.zip.read("replay.json").decode("utf-8", errors="replace"))
+        if not isinstance(doc, dict) or not isinstance(doc.get("data"), list):
+            raise ValueError("replay.json has no data list")
+        return doc
+
+
+def episodes(
+    raw: RawPartition, store: ImageStore, stats: BuildStats, config: BuildConfig
+) -> Iterator[GuiEpisode]:
+    """The split's demos in splits.json order; a listed demo with no zip is counted, not fatal."""
+    if not raw.find(SPLITS_FILE):
+        raise RawInputError(f"{raw.repo_id}: no {SPLITS_FILE}")
+    zips = {Path(f.path).stem: f for f in raw.files if f.path.endswith(".zip")}
+    for demo_id in demo_ids(raw.root, raw.partition):
+        stats.episodes_in += 1
+        f = zips.get(demo_id)
+        if f is None:
+            stats.drop("missing_demo_archive")
+            continue
+        stats.files_in += 1
+        ep = _episode(raw, f.path, f.local, demo_id, store, stats)  # counts its own drop
+        if ep is not None:
+            yield ep
+
+
+def _episode(
+    raw: RawPartition, repo_path: str, local: Path, demo_id: str, store: ImageStore, stats: BuildStats
+) -> GuiEpisode | None:
+    try:
+        demo = _Demo(local, demo_id)
+        doc = demo.replay()
+    except ArchiveError as e:
+        stats.drop(e.reason)
+        return None
+    except (ValueError, UnicodeError):
+        stats.drop(DropReason.MALFORMED_JSON)
+        return None
+    try:
+        return _steps(raw, repo_path, demo, doc["data"], store, stats)
+    finally:
+        demo.zip.close()
+
+
+def _steps(
+    raw: RawPartition, repo_path: str, demo: _Demo, turns: list[Any], store: ImageStore, stats: BuildStats
+) -> GuiEpisode | None:
+    instruction: list[str] = []
+    steps: list[GuiStep] = []
+    pointer = SCREEN_CENTRE
+    offsets: dict[str, tuple[float, float]] = {}  # per tab: the page offset the view is at
+    for i, turn in enumerate(turns):
+        if not isinstance(turn, dict):
+            stats.drop(DropReason.MALFORMED_RECORD)
+            continue
+        kind = turn.get("type")
+        if kind == "chat":
+            if turn.get("speaker") == "instructor" and isinstance(turn.get("utterance"), str):
+                instruction.append(turn["utterance"].strip())
+            continue
+        if kind != "browser":
+            continue  # extension events and the like are not demonstrated actions
+        t = _Turn(turn)
+        if t.intent == "say":
+            continue
+        tab = t.tab()
+        ref = SourceRef(raw.repo_id, raw.revision, repo_path, member=f"replay.json#data[{i}]")
+        shot = t.state.get("screenshot")
+        if not isinstance(shot, str) or not shot:
+            stats.drop(DropReason.MISSING_SCREENSHOT)
+            continue
+        if t.state.get("screenshot_status") == "broken":
+            stats.drop("broken_screenshot")
+            continue
+        try:
+            data = demo.zip.read(shot.rsplit("/", 1)[-1])
+            header = inspect(data)
+        except KeyError:
+            stats.drop(DropReason.MISSING_SCREENSHOT)
+            continue
+        except (ArchiveError, ImageError) as e:
+            stats.drop(str(e.reason))
+            continue
+        obs = Observation(store.put(data, header.ext), header.ext, 0, 0, header.width, header.height)
+        if t.intent == "load":
+            offsets[tab] = (0.0, 0.0)
+        scroll = offsets.get(tab, (0.0, 0.0))
+        step = _step(t, obs, scroll, pointer, offsets, tab, ref, stats)
+        if step is None:
+            continue
+        steps.append(step)
+        pointer = next_cursor(pointer, step.action_type, step.params, step.grounded)
+    if not steps:
+        stats.drop(DropReason.EMPTY_EPISODE)
+        return None
+    return GuiEpisode(
+        episode_id=f"weblinx/{demo.demo_id}",
+        source="weblinx",
+        instruction="\n".join(u for u in instruction if u),
+        steps=steps,
+        success=True,
+        attrs={"demo_id": demo.demo_id, "instructor_turns": str(len(instruction))},
+    )
+
+
+def _step(
+    t: _Turn,
+    obs: Observation,
+    scroll: tuple[float, float],
+    pointer: tuple[float, float],
+    offsets: dict[str, tuple[float, float]],
+    tab: str,
+    ref: SourceRef,
+    stats: BuildStats,
+) -> GuiStep | None:
+    w, h = obs.width, obs.height
+
+    def make(
+        kind: ActionType,
+        params: tuple[float, ...] = (),
+        mask: tuple[float, ...] = NO_MASK,
+        text: str = "",
+        desc: str = "",
+        ungrounded: str = "",
+    ) -> GuiStep:
+        p = params4(params)
+        return GuiStep(
+            kind,
+            p,
+            mask,
+            text,
+            desc or describe(kind, p, mask, text),
+            obs,
+            scroll,
+            ref,  # type: ignore[arg-type]
+            ungrounded_reason=ungrounded,
+        )
+
+    def pointed(kind: ActionType, text: str = "") -> GuiStep:
+        point, why = locate(t, w, h)
+        if point is None:
+            return make(kind, text=text, ungrounded=why)
+        return make(kind, point, POINT_MASK, text)
+
+    intent = t.intent
+    if intent == "click":
+        return pointed(ActionType.CLICK)
+    if intent == "hover":
+        return pointed(ActionType.HOVER)
+    if intent == "textinput":
+        text = t.args.get("text", t.args.get("value"))
+        if not isinstance(text, str):
+            stats.drop(DropReason.MALFORMED_RECORD)
+            return None
+        if not t.element:
+            return make(ActionType.TYPE, text=text)
+        return pointed(ActionType.TYPE, text)
+    if intent == "change":
+        value = t.args.get("value")
+        if not isinstance(value, str):
+            stats.drop(DropReason.MALFORMED_RECORD)
+            return None
+        select = str(t.element.get("tagName", "")).upper() == "SELECT"
+        return pointed(ActionType.SELECT if select else ActionType.TYPE, value)
+    if intent == "submit":
+        return make(ActionType.PRESS_ENTER, text="enter", desc="submit()")
+    if intent == "load":
+        url = t.props.get("url") or t.args.get("url")
+        if not isinstance(url, str) or not url:
+            stats.drop(DropReason.MALFORMED_RECORD)
+            return None
+        return make(ActionType.GOTO, text=url)
+    if intent == "scroll":
+        return _scroll(t, make, pointer, offsets, tab, w, h, stats)
+    if intent in KEYS:
+        detail = {"copy": t.args.get("selected"), "paste": t.args.get("pasted")}.get(intent)
+        if intent == "tabswitch":
+            detail = f"{t.props.get('tabIdOrigin')} -> {t.props.get('tabId')}"
+        elif intent in ("tabcreate", "tabremove"):
+            detail = str(t.props.get("tabId", ""))
+        desc = f"{intent}({json.dumps(detail, ensure_ascii=False) if detail not in (None, '') else ''})"
+        return make(ActionType.PRESS_KEY, text=KEYS[intent], desc=desc)
+    stats.drop(DropReason.UNKNOWN_ACTION_VERB)
+    return None
+
+
+def _scroll(
+    t: _Turn,
+    make: Any,
+    pointer: tuple[float, float],
+    offsets: dict[str, tuple[float, float]],
+    tab: str,
+    w: int,
+    h: int,
+    stats: BuildStats,
+) -> GuiStep | None:
+    sx_new, sy_new = _num(t.args.get("scrollX")), _num(t.args.get("scrollY"))
+    if sx_new is None and sy_new is None:
+        stats.drop(DropReason.MALFORMED_RECORD)
+        return None
+    before = offsets.get(tab, (0.0, 0.0))
+    after = (sx_new if sx_new is not None else before[0], sy_new if sy_new is not None else before[1])
+    offsets[tab] = after
+    dx, dy = after[0] - before[0], after[1] - before[1]
+    if dx == 0 and dy == 0:
+        stats.drop("empty_scroll")
+        return None
+    sx, sy = t.scale(w, h)
+    mouse = t.mouse()
+    x, y = (
+        (min(max(mouse[0] * sx / w, 0.0), 1.0), min(max(mouse[1] * sy / h, 0.0), 1.0)) if mouse else pointer
+    )
+    # The content travels opposite to the view: a view moving down drags the content up.
+    if abs(dy) >= abs(dx):
+        end, direction = (x, min(max(y - dy * sy / h, 0.0), 1.0)), ("down" if dy > 0 else "up")
+    else:
+        end, direction = (min(max(x - dx * sx / w, 0.0), 1.0), y), ("right" if dx > 0 else "left")
+    if end == (x, y):
+        return make(ActionType.SCROLL, desc=f"scroll({direction})", ungrounded="gesture_outside_frame")
+    return make(ActionType.SCROLL, (x, y, *end), SPAN_MASK)
