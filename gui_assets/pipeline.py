@@ -54,6 +54,10 @@ def fetch_raw(spec: SourceSpec, key: str, layout: OutLayout, raw: RawSettings) -
     """The partition's upstream files, described; an index file first where the source has one."""
     if raw.mode not in ("mirror", "hub"):
         raise ValueError(f"GUI_ASSETS_SOURCE must be 'mirror' or 'hub', not {raw.mode!r}")
+    if raw.mode == "hub" and spec.not_on_hub:
+        raise mirror.RawInputError(
+            f"{spec.name} cannot be fetched with GUI_ASSETS_SOURCE=hub: {spec.not_on_hub}"
+        )
 
     def fetch(patterns: list[str]) -> RawPartition:
         if raw.mode == "hub":
@@ -213,9 +217,25 @@ def write_info(spec: SourceSpec, key: str, layout: OutLayout, config: BuildConfi
         stats=stats,
         shards=[ShardEntry(**s) for s in manifest["shards"]],
         val_shards=[ShardEntry(**s) for s in manifest["val_shards"]],
+        extra=_heldout_ids(spec, layout, directory),
     )
     info.write(layout.dataset_info(directory))
     return info
+
+
+def _heldout_ids(spec: SourceSpec, layout: OutLayout, directory: str) -> dict[str, Any]:
+    """dataset_info.json `heldout_ids`: the ids present, for an evaluation to hold them out."""
+    if not spec.heldout_attrs:
+        return {}
+    table = read_episode_table(layout.episodes(directory))
+    attrs = [json.loads(a) for a in table["attrs"].to_pylist()]
+
+    def ordered(values: set[str]) -> list[Any]:
+        if all(v.isdigit() for v in values):
+            return sorted(int(v) for v in values)
+        return sorted(values)
+
+    return {"heldout_ids": {f"{k}s": ordered({a[k] for a in attrs if a.get(k)}) for k in spec.heldout_attrs}}
 
 
 def _holdout_record(spec: SourceSpec, layout: OutLayout, directory: str) -> dict[str, Any]:

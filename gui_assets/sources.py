@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from gui_assets.adapters import agentnet, mind2web, weblinx
+from gui_assets.adapters import agentnet, mind2web, webarena, weblinx
 from gui_assets.config import BuildConfig
 from gui_assets.episode_store import ImageStore
 from gui_assets.ir import GuiEpisode
@@ -32,6 +32,10 @@ class SourceSpec:
     # For sources whose partition's files are named in an index file (WebLINX's splits.json):
     # (local repo root holding the file_patterns files, key) -> the rest of the patterns.
     resolve_patterns: Callable[[Path, str], list[str]] | None = None
+    # Where the files come from when they are not on the hub (GUI_ASSETS_SOURCE=hub is refused).
+    not_on_hub: str = ""
+    # Episode attrs listed in dataset_info.json `heldout_ids`, so an evaluation can hold them out.
+    heldout_attrs: tuple[str, ...] = ()
 
     def directory(self, key: str) -> str:
         if key not in self.partition_keys:
@@ -86,5 +90,22 @@ WEBLINX = SourceSpec(
     resolve_patterns=weblinx.resolve_patterns,
 )
 
-SOURCES: tuple[SourceSpec, ...] = (MIND2WEB, AGENTNET, WEBLINX)
+WEBARENA = SourceSpec(
+    name="webarena",
+    repo_id=webarena.REPO_ID,
+    partition_keys=webarena.PARTITIONS,
+    file_patterns=webarena.file_patterns,
+    adapter=webarena.episodes,
+    split_rule=shipped_split,
+    description="WebArena human demonstrations of the WebArena EVAL tasks: Playwright traces joined "
+    "to config_files/test.raw.json. Training on a task_id and scoring it is training on the test set.",
+    license="apache-2.0",
+    platform="web (sandbox)",
+    scrolls=False,
+    not_on_hub="the human traces are published as <task_id>.zip files outside the hub (see the WebArena "
+    "repository's resources/README.md); mirror them as <mirror>/webarena/human_trajectories/",
+    heldout_attrs=("task_id", "intent_template_id"),
+)
+
+SOURCES: tuple[SourceSpec, ...] = (MIND2WEB, AGENTNET, WEBLINX, WEBARENA)
 SOURCES_BY_NAME = {s.name: s for s in SOURCES}

@@ -14,6 +14,7 @@ PARTITIONS = {
     "mind2web": ["train", "test_task", "test_website", "test_domain"],
     "agentnet": ["win_mac", "ubuntu"],
     "weblinx": ["train", "valid"],
+    "webarena": ["human"],
 }
 EXPECTED_GRAPH = {
     key: parents
@@ -81,6 +82,7 @@ def test_groups_partitions_kinds_owners_and_versions():
         ("*mind2web_splits", {"mind2web", "mind2web_episodes", "mind2web_splits"}),
         ("agentnet*", {k.replace("mind2web", "agentnet") for k in CHAIN}),
         ("weblinx*", {k.replace("mind2web", "weblinx") for k in CHAIN}),
+        ("webarena*", {k.replace("mind2web", "webarena") for k in CHAIN}),
     ],
 )
 def test_selection_strings_users_type(selection, expected):

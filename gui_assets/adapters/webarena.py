@@ -1,0 +1,306 @@
+"""WebArena human demonstrations: Playwright trace archives joined to the task configs.
+
+Files (a mirror only: the traces are distributed outside the hub):
+    webarena/human_trajectories/<task_id>.zip     one Playwright trace per task
+    webarena/config_files/test.raw.json           the 812 task configs (intent, template, sites)
+
+Steps come from the trace's Playwright calls, in start order; each is observed through the last
+screencast frame of its page at or before the call started (o_t), and its point, in viewport
+CSS px, is rescaled to that frame (frames may be downscaled). Mapping:
+    click / tap / mouseClick            CLICK (clickCount 2 and dblclick: 'double_click' in desc)
+    dblclick                            CLICK
+    hover / mouseMove                   HOVER
+    check / uncheck / setChecked        CLICK ('check' / 'uncheck' in desc)
+    fill / type / keyboardType /        TYPE with the value; grounded at the element's box when
+      keyboardInsertText                the trace recorded one
+    press / keyboardPress               PRESS_ENTER for Enter, else PRESS_KEY with the key
+    selectOption                        SELECT with the chosen values, at the element's box
+    goto                                GOTO with the url
+    goBack / goForward / reload         PRESS_BACK / PRESS_KEY "alt+ArrowRight" / PRESS_KEY "F5"
+    mouseWheel                          SCROLL at the last pointer position on that page, the
+                                        content travelling opposite to deltaX/deltaY
+    dragAndDrop                         DRAG from its source point to its target point
+Every other call (waits, evaluations, queries, new pages, context setup) is not a user action:
+it makes no step and is counted in the episode's `ignored_calls`. A call that failed (its
+`after` has an error) is dropped as `failed_call`; a call on a page with no frame yet (the very
+first goto on about:blank) as `no_frame`; a pointer call with no point keeps its type, ungrounded.
+Typed values are kept in action_text as recorded (the dataset is the record) and never logged.
+
+Limit: a scripted Playwright call that scrolls its target into view acts on a screen the trace
+may not show before the call; human traces are recorded by hand and scroll as separate steps.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from gui_assets.adapters.playwright_trace import Call, Trace, open_trace
+from gui_assets.archives import ArchiveError, ZipImages
+from gui_assets.config import BuildConfig
+from gui_assets.cursor import SCREEN_CENTRE
+from gui_assets.episode_store import ImageStore
+from gui_assets.images import ImageError, inspect
+from gui_assets.ir import (
+    NO_MASK,
+    POINT_MASK,
+    SPAN_MASK,
+    ActionType,
+    DropReason,
+    GuiEpisode,
+    GuiStep,
+    Observation,
+    SourceRef,
+    UngroundedReason,
+    describe,
+    params4,
+)
+from gui_assets.mirror import RawInputError, RawPartition
+from gui_assets.stats import BuildStats
+
+REPO_ID = "webarena"
+PARTITIONS = ("human",)
+CONFIG = "config_files/test.raw.json"
+TRACES = "human_trajectories/"
+
+_CLICK = {"click", "tap", "mouseclick", "dblclick"}
+_HOVER = {"hover", "mousemove"}
+_CHECK = {"check": "check", "uncheck": "uncheck", "setchecked": "set_checked"}
+_TYPE = {"fill", "type", "keyboardtype", "keyboardinserttext"}
+_PRESS = {"press", "keyboardpress"}
+_NAV = {
+    "goback": (ActionType.PRESS_BACK, ""),
+    "goforward": (ActionType.PRESS_KEY, "alt+ArrowRight"),
+    "reload": (ActionType.PRESS_KEY, "F5"),
+}
+POINTER_METHODS = _CLICK | _HOVER | set(_CHECK) | {"dragandrop"}
+
+
+def file_patterns(partition: str) -> list[str]:
+    return [CONFIG, f"{TRACES}*.zip"]
+
+
+def read_configs(raw: RawPartition) -> dict[str, dict[str, Any]]:
+    files = raw.find(CONFIG)
+    if not files:
+        raise RawInputError(f"{raw.repo_id}/{CONFIG}: missing (the task configs the traces join to)")
+    try:
+        rows = json.loads(Path(files[0].local).read_text(encoding="utf-8"))
+        return {str(r["task_id"]): r for r in rows}
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise RawInputError(f"{raw.repo_id}/{CONFIG}: unreadable ({type(e).__name__}: {e})") from None
+
+
+def episodes(
+    raw: RawPartition, store: ImageStore, stats: BuildStats, config: BuildConfig
+) -> Iterator[GuiEpisode]:
+    """One episode per `<task_id>.zip`, in task_id order."""
+    configs = read_configs(raw)
+    traces = sorted(raw.find(f"{TRACES}*.zip"), key=lambda f: (len(Path(f.path).stem), Path(f.path).stem))
+    for f in traces:
+        stats.files_in += 1
+        stats.episodes_in += 1
+        task_id = Path(f.path).stem
+        cfg = configs.get(task_id)
+        if cfg is None:
+            stats.drop("task_not_in_config")
+            continue
+        try:
+            archive, trace = open_trace(Path(f.local))
+        except ArchiveError as e:
+            stats.drop(e.reason)
+            continue
+        try:
+            ep = _episode(raw, f.path, task_id, cfg, archive, trace, store, stats)
+        finally:
+            archive.close()
+        if ep is None:
+            stats.drop(DropReason.EMPTY_EPISODE)
+            continue
+        yield ep
+
+
+def _observation(
+    archive: ZipImages, trace: Trace, call: Call, store: ImageStore
+) -> tuple[Observation, float, float]:
+    """The frame the call acted on, and the CSS px -> frame px scale."""
+    frame = trace.frame_before(call.page or "", call.start)
+    if frame is None:
+        raise ArchiveError("no_frame", f"{call.method} at {call.start} ms")
+    data = archive.read(frame.member) if frame.member in archive.members else None
+    if data is None:
+        raise ArchiveError("missing_screenshot", frame.member)
+    header = inspect(data)
+    vw, vh = trace.viewport_of(call.page or "")
+    obs = Observation(store.put(data, header.ext), header.ext, 0, 0, header.width, header.height)
+    return obs, header.width / vw, header.height / vh
+
+
+def _norm(p: tuple[float, float], sx: float, sy: float, w: int, h: int) -> tuple[float, float] | None:
+    x, y = p[0] * sx / w, p[1] * sy / h
+    return (x, y) if 0 <= x <= 1 and 0 <= y <= 1 else None
+
+
+def _episode(
+    raw: RawPartition,
+    path: str,
+    task_id: str,
+    cfg: dict[str, Any],
+    archive: ZipImages,
+    trace: Trace,
+    store: ImageStore,
+    stats: BuildStats,
+) -> GuiEpisode | None:
+    steps: list[GuiStep] = []
+    ignored = 0
+    mouse: dict[str, tuple[float, float]] = {}  # per page: where the pointer is, CSS px
+    for call in trace.calls:
+        method = call.method.lower()
+        known = method in _CLICK | _HOVER | set(_CHECK) | _TYPE | _PRESS | set(_NAV) | {
+            "selectoption",
+            "goto",
+            "mousewheel",
+            "dragandrop",
+        }
+        if not known:
+            ignored += 1
+            continue
+        if call.error:
+            stats.drop("failed_call")
+            continue
+        try:
+            obs, sx, sy = _observation(archive, trace, call, store)
+        except (ArchiveError, ImageError) as e:
+            stats.drop(str(e.reason))
+            continue
+        ref = SourceRef(raw.repo_id, raw.revision, path, member=f"trace.trace#{call.call_id}")
+        step = _step(call, method, obs, sx, sy, mouse, ref)
+        if call.point is not None and call.page:
+            mouse[call.page] = call.point
+        steps.append(step)
+    if not steps:
+        return None
+    sites = cfg.get("sites") or []
+    return GuiEpisode(
+        episode_id=f"webarena/{task_id}",
+        source="webarena",
+        instruction=str(cfg.get("intent", "")),
+        steps=steps,
+        success=False,  # the traces ship no success label (humans solved 78% of the tasks)
+        attrs={
+            "task_id": task_id,
+            "intent_template_id": str(cfg.get("intent_template_id", "")),
+            "intent_template": str(cfg.get("intent_template", "")),
+            "sites": json.dumps(sites),
+            "eval_types": json.dumps((cfg.get("eval") or {}).get("eval_types", [])),
+            "trace_version": str(trace.version),
+            "ignored_calls": str(ignored),
+            "success": "unknown",
+        },
+    )
+
+
+def _step(
+    call: Call,
+    method: str,
+    obs: Observation,
+    sx: float,
+    sy: float,
+    mouse: dict[str, tuple[float, float]],
+    ref: SourceRef,
+) -> GuiStep:
+    w, h = obs.width, obs.height
+    p = call.params
+
+    def make(
+        kind: ActionType,
+        params: tuple[float, ...] = (),
+        mask: tuple[float, ...] = NO_MASK,
+        text: str = "",
+        name: str = "",
+        ungrounded: str = "",
+        desc: str = "",
+    ) -> GuiStep:
+        pr = params4(params)
+        return GuiStep(
+            kind,
+            pr,
+            mask,
+            text,
+            desc or describe(kind, pr, mask, text, name),
+            obs,
+            (0.0, 0.0),
+            ref,
+            ungrounded_reason=ungrounded,
+        )
+
+    def at(kind: ActionType, point: tuple[float, float] | None, text: str = "", name: str = "") -> GuiStep:
+        if point is None:
+            return make(kind, text=text, name=name, ungrounded=UngroundedReason.NO_CANDIDATE)
+        norm = _norm(point, sx, sy, w, h)
+        if norm is None:
+            return make(kind, text=text, name=name, ungrounded=UngroundedReason.OUTSIDE_SCREENSHOT)
+        return make(kind, norm, POINT_MASK, text, name)
+
+    point = call.point
+    if point is None and method == "mouseclick" and isinstance(p.get("x"), int | float):
+        point = (float(p["x"]), float(p["y"]))
+    box_centre = (call.box[0] + call.box[2] / 2, call.box[1] + call.box[3] / 2) if call.box else None
+    if method in _CLICK:
+        double = method == "dblclick" or p.get("clickCount") == 2
+        return at(ActionType.CLICK, point, name="double_click" if double else "click")
+    if method in _HOVER:
+        if point is None and isinstance(p.get("x"), int | float):
+            point = (float(p["x"]), float(p["y"]))
+        return at(ActionType.HOVER, point)
+    if method in _CHECK:
+        return at(ActionType.CLICK, point, name=_CHECK[method])
+    if method in _TYPE:
+        text = p.get("value", p.get("text", ""))
+        text = text if isinstance(text, str) else str(text)
+        return at(ActionType.TYPE, box_centre, text) if box_centre else make(ActionType.TYPE, text=text)
+    if method in _PRESS:
+        key = str(p.get("key", ""))
+        return make(
+            ActionType.PRESS_ENTER if key in ("Enter", "NumpadEnter") else ActionType.PRESS_KEY, text=key
+        )
+    if method == "selectoption":
+        values = (call.result or {}).get("values") if isinstance(call.result, dict) else None
+        if not values:
+            values = (
+                [
+                    o.get("valueOrLabel") or o.get("value") or o.get("label")
+                    for o in p.get("options", [])
+                    if isinstance(o, dict)
+                ]
+                or p.get("values")
+                or []
+            )
+        return at(ActionType.SELECT, box_centre or point, ", ".join(str(v) for v in values))
+    if method == "goto":
+        return make(ActionType.GOTO, text=str(p.get("url", "")))
+    if method in _NAV:
+        kind, key = _NAV[method]
+        return make(kind, text=key, name=method)
+    if method == "mousewheel":
+        dx, dy = float(p.get("deltaX") or 0), float(p.get("deltaY") or 0)
+        start = mouse.get(call.page or "")
+        at_pointer = _norm(start, sx, sy, w, h) if start else None
+        x, y = at_pointer or SCREEN_CENTRE  # the wheel turns where the pointer is
+        if abs(dy) >= abs(dx):
+            end, view = (x, min(max(y - dy * sy / h, 0.0), 1.0)), ("down" if dy > 0 else "up")
+        else:
+            end, view = (min(max(x - dx * sx / w, 0.0), 1.0), y), ("right" if dx > 0 else "left")
+        if end == (x, y):
+            return make(ActionType.SCROLL, desc=f"scroll({view})", ungrounded="gesture_outside_frame")
+        return make(ActionType.SCROLL, (x, y, *end), SPAN_MASK)
+    # dragAndDrop: the trace records the source point; the target point comes in its params
+    target = p.get("targetPosition") if isinstance(p.get("targetPosition"), dict) else None
+    if point is None or target is None:
+        return make(ActionType.DRAG, ungrounded=UngroundedReason.NO_CANDIDATE)
+    a, b = _norm(point, sx, sy, w, h), _norm((float(target["x"]), float(target["y"])), sx, sy, w, h)
+    if a is None or b is None:
+        return make(ActionType.DRAG, ungrounded=UngroundedReason.OUTSIDE_SCREENSHOT)
+    return make(ActionType.DRAG, (*a, *b), SPAN_MASK)
