@@ -6,12 +6,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from gui_assets.adapters import agentnet, mind2web, webarena, weblinx
+from gui_assets.adapters import agentnet, cuagym, mind2web, webarena, weblinx
 from gui_assets.config import BuildConfig
 from gui_assets.episode_store import ImageStore
 from gui_assets.ir import GuiEpisode
 from gui_assets.mirror import RawPartition
-from gui_assets.splits import SplitRule, hash_holdout, shipped_split
+from gui_assets.splits import SplitRule, hash_holdout, shipped_split, shipped_validation
 from gui_assets.stats import BuildStats
 
 Adapter = Callable[[RawPartition, ImageStore, BuildStats, BuildConfig], Iterator[GuiEpisode]]
@@ -107,5 +107,19 @@ WEBARENA = SourceSpec(
     heldout_attrs=("task_id", "intent_template_id"),
 )
 
-SOURCES: tuple[SourceSpec, ...] = (MIND2WEB, AGENTNET, WEBLINX, WEBARENA)
+CUAGYM = SourceSpec(
+    name="cuagym",
+    repo_id=cuagym.REPO_ID,
+    partition_keys=cuagym.PARTITIONS,
+    file_patterns=cuagym.file_patterns,
+    adapter=cuagym.episodes,
+    split_rule=shipped_validation,
+    description="Lite.CUAGym: agent rollouts on browser and desktop tasks as chat messages with batched "
+    "computer tool calls; batched actions after the first are flagged obs_stale.",
+    license="apache-2.0",
+    platform="browser / desktop",
+    scrolls=False,
+)
+
+SOURCES: tuple[SourceSpec, ...] = (MIND2WEB, AGENTNET, WEBLINX, WEBARENA, CUAGYM)
 SOURCES_BY_NAME = {s.name: s for s in SOURCES}

@@ -62,3 +62,11 @@ shipped_split = SplitRule(
     description="the upstream benchmark split, used as it ships: the partition key is the split",
     assign=lambda episode_id, attrs: MAIN,
 )
+
+
+shipped_validation = SplitRule(
+    name="shipped_validation",
+    description="the upstream split as it ships: validation rows go to the _val_ shards, train rows "
+    "to the main ones; a validation row identical to a train row is dropped, never kept twice",
+    assign=lambda episode_id, attrs: VAL if attrs.get("upstream_split") == "validation" else MAIN,
+)

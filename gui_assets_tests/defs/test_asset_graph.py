@@ -15,6 +15,7 @@ PARTITIONS = {
     "agentnet": ["win_mac", "ubuntu"],
     "weblinx": ["train", "valid"],
     "webarena": ["human"],
+    "cuagym": ["browser_use", "desktop_use"],
 }
 EXPECTED_GRAPH = {
     key: parents
@@ -83,6 +84,7 @@ def test_groups_partitions_kinds_owners_and_versions():
         ("agentnet*", {k.replace("mind2web", "agentnet") for k in CHAIN}),
         ("weblinx*", {k.replace("mind2web", "weblinx") for k in CHAIN}),
         ("webarena*", {k.replace("mind2web", "webarena") for k in CHAIN}),
+        ("cuagym*", {k.replace("mind2web", "cuagym") for k in CHAIN}),
     ],
 )
 def test_selection_strings_users_type(selection, expected):
