@@ -19,6 +19,8 @@ class BuildConfig:
     scroll_step_fraction: float = 0.75
     # A target closer than this share of the viewport to its bottom edge is scrolled past it.
     scroll_bottom_margin: float = 0.10
+    # Pango: keep mouseover_start/_end pairs as HOVER steps (else they are dropped as pointer noise).
+    pango_hover: bool = False
 
     def __post_init__(self) -> None:
         if self.shard_cap_bytes <= 0:

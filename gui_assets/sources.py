@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from gui_assets.adapters import agentnet, cuagym, mind2web, webarena, weblinx
+from gui_assets.adapters import agentnet, cuagym, mind2web, pango, webarena, weblinx
 from gui_assets.config import BuildConfig
 from gui_assets.episode_store import ImageStore
 from gui_assets.ir import GuiEpisode
@@ -121,5 +121,19 @@ CUAGYM = SourceSpec(
     scrolls=False,
 )
 
-SOURCES: tuple[SourceSpec, ...] = (MIND2WEB, AGENTNET, WEBLINX, WEBARENA, CUAGYM)
+PANGO = SourceSpec(
+    name="pango",
+    repo_id=pango.REPO_ID,
+    partition_keys=pango.PARTITIONS,
+    file_patterns=pango.file_patterns,
+    adapter=pango.episodes,
+    split_rule=shipped_split,
+    description="Pango sample: real work sessions in Sheets, Slides, Figma and Canva recorded as raw "
+    "browser events, aggregated into steps.",
+    license="other",
+    platform="web (productivity apps)",
+    scrolls=False,
+)
+
+SOURCES: tuple[SourceSpec, ...] = (MIND2WEB, AGENTNET, WEBLINX, WEBARENA, PANGO, CUAGYM)
 SOURCES_BY_NAME = {s.name: s for s in SOURCES}

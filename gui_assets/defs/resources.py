@@ -77,9 +77,14 @@ class BuildSettings(dg.ConfigurableResource):
 
     shard_cap_mb: float = DEFAULT_SHARD_CAP_BYTES / 1e6
     gzip_level: int = 4
+    pango_hover: bool = False
 
     def config(self) -> BuildConfig:
-        return BuildConfig(shard_cap_bytes=int(self.shard_cap_mb * 1e6), gzip_level=self.gzip_level)
+        return BuildConfig(
+            shard_cap_bytes=int(self.shard_cap_mb * 1e6),
+            gzip_level=self.gzip_level,
+            pango_hover=self.pango_hover,
+        )
 
 
 class AlertsResource(dg.ConfigurableResource):

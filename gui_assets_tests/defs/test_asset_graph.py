@@ -16,6 +16,7 @@ PARTITIONS = {
     "weblinx": ["train", "valid"],
     "webarena": ["human"],
     "cuagym": ["browser_use", "desktop_use"],
+    "pango": ["sample"],
 }
 EXPECTED_GRAPH = {
     key: parents
@@ -85,6 +86,7 @@ def test_groups_partitions_kinds_owners_and_versions():
         ("weblinx*", {k.replace("mind2web", "weblinx") for k in CHAIN}),
         ("webarena*", {k.replace("mind2web", "webarena") for k in CHAIN}),
         ("cuagym*", {k.replace("mind2web", "cuagym") for k in CHAIN}),
+        ("pango*", {k.replace("mind2web", "pango") for k in CHAIN}),
     ],
 )
 def test_selection_strings_users_type(selection, expected):

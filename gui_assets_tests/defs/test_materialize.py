@@ -179,3 +179,14 @@ def test_the_webarena_cli_command_builds_human(tmp_path, demo_mirror):
     info = json.loads((tmp_path / "build" / "webarena_human" / "dataset_info.json").read_text())
     assert info["heldout_ids"] == {"task_ids": [274, 275], "intent_template_ids": [212]}
     assert "usb wifi" not in r.stdout + r.stderr  # typed values are data, never logged
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("source", "partition"), [("pango", "sample"), ("cuagym", "desktop_use")])
+def test_the_pango_and_cuagym_cli_commands(tmp_path, demo_mirror, source, partition):
+    """`--select 'pango*' --partition sample` and `--select 'cuagym*' --partition desktop_use`."""
+    r = cli_materialize(partition, tmp_path, clean_env(GUI_ASSETS_MIRROR=str(demo_mirror)), source=source)
+    assert r.returncode == 0, r.stderr[-3000:]
+    d = tmp_path / "build" / f"{source}_{partition}"
+    info = json.loads((d / "dataset_info.json").read_text())
+    assert info["stats"]["episodes_out"] >= 3 and (d / f"{source}_{partition}_0000.hdf5").is_file()
