@@ -291,3 +291,36 @@ def test_a_shard_over_the_cap_by_more_than_its_last_episode_fails(build):
     info.write_text(json.dumps(d))
     v = invariants.shard_integrity(build / DIR, DIR)
     assert not v.passed and "over the cap 1000" in v.examples[0]
+
+
+def test_every_check_passes_on_every_demo_partition_of_every_source(demo_mirror, tmp_path):
+    from gui_assets.pipeline import RawSettings, build_directory
+    from gui_assets.sources import SOURCES
+
+    layout = OutLayout(tmp_path)
+    for spec in SOURCES:
+        for key in spec.partition_keys:
+            build_directory(spec, key, tmp_path, RawSettings(mode="mirror", mirror=demo_mirror))
+            d = spec.directory(key)
+            s = shards(tmp_path, d)
+            others = [
+                invariants.SplitTable(k, read_split_rows(layout, spec.directory(k)))
+                for k in spec.partition_keys
+                if k != key and layout.splits(spec.directory(k)).is_file()
+            ]
+            verdicts = {
+                "alignment_leakage": invariants.alignment_leakage(
+                    s, layout.episodes(d), ImageStore(layout.image_store)
+                ),
+                "causal_cursor": invariants.causal_cursor(s),
+                "action_mask": invariants.action_mask(s),
+                "scroll_histogram": invariants.scroll_histogram(s, spec.scrolls),
+                "split_disjointness": invariants.split_disjointness(
+                    invariants.SplitTable(key, read_split_rows(layout, d)),
+                    others,
+                    spec.split_rule.val_fraction,
+                ),
+                "shard_integrity": invariants.shard_integrity(tmp_path / d, d),
+            }
+            for name, v in verdicts.items():
+                assert v.passed, (d, name, v.summary, v.examples)

@@ -191,7 +191,15 @@ def _demo_turns(demo_id: str) -> list[dict[str, Any]]:
             args={"text": "deals"},
         ),
         b("submit", "screenshot-2-0.png", vw=vw, vh=vh, box=(400, 30, 300, 36), tag="FORM"),
-        b("click", "screenshot-3-0.png", vw=vw, vh=vh, box=(640, 500, 180, 48)),
+        b(
+            "scroll",
+            "screenshot-3-0.png",
+            vw=vw,
+            vh=vh,
+            mouse=(640, 360),
+            args={"scrollX": 0, "scrollY": 300},
+        ),
+        b("click", "screenshot-4-0.png", vw=vw, vh=vh, box=(640, 500, 180, 48)),
     ]
 
 

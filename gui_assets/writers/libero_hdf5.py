@@ -31,7 +31,7 @@ from PIL import Image
 
 from gui_assets.atomic import sha256_file, sweep_temps
 from gui_assets.config import BuildConfig
-from gui_assets.cursor import EYE_SIZE, causal_cursor, eye_rect, eye_window, inside
+from gui_assets.cursor import EYE_SIZE, SCREEN_CENTRE, eye_rect, eye_window, inside, next_cursor
 from gui_assets.episode_store import ImageStore
 from gui_assets.images import ImageError, decode_rgb
 from gui_assets.ir import ACTION_TYPE_NAMES, PARAM_NAMES, POINTER_TYPES, ActionType, DropReason, GuiEpisode
@@ -258,7 +258,8 @@ class LiberoShardWriter:
             compression_opts=self.config.gzip_level,
         )
         pointer_steps = hits = 0
-        for t, (step, cursor) in enumerate(zip(ep.steps, causal_cursor(ep.steps), strict=True)):
+        cursor = SCREEN_CENTRE
+        for t, step in enumerate(ep.steps):
             o = step.observation
             frame = _window(self.frames.get(o.image_sha256, o.image_ext), o.left, o.top, o.width, o.height)
             h, w = frame.shape[:2]
@@ -302,6 +303,10 @@ class LiberoShardWriter:
             if step.grounded and step.action_type in POINTER_TYPES and step.action_type != ActionType.SCROLL:
                 pointer_steps += 1
                 hits += inside((step.params[0], step.params[1]), rect)
+            # The next cursor comes from the params as stored (float32), so a reader of the shard
+            # derives exactly this eye_rect: a window edge on a half pixel must round the same way.
+            stored = tuple(float(v) for v in np.asarray(step.params, dtype=np.float32))
+            cursor = next_cursor(cursor, step.action_type, stored, step.grounded)
         arrays["dones"][T - 1] = 1
         arrays["rewards"][T - 1] = 1 if ep.success else 0
         for key, arr in arrays.items():

@@ -293,3 +293,19 @@ def test_memory_does_not_grow_with_the_shard(tmp_path):
         assert got["steps"] == n * 8 and got["shards"] == 1
         peaks[n] = got["peak_mb"]
     assert peaks[16] - peaks[4] < 16, peaks  # a held shard would add ~400 MB
+
+
+def test_the_stored_eye_rect_is_reproducible_from_the_stored_float32_params(tmp_path, store):
+    """A cursor on a half pixel: float64 and float32 round the window edge apart; the shard must
+    agree with what a reader derives from the float32 params it holds."""
+    from gui_assets import invariants
+
+    shot = page_bytes(1125, 700)
+    x, y = 312.5 / 1125, 97.5 / 700  # window edges at 248.5 and 33.5 px before rounding
+    steps = [
+        step(store, shot, ActionType.CLICK, (x, y, 0, 0), POINT_MASK),
+        step(store, shot, ActionType.PRESS_KEY),
+    ]
+    out, _ = write(tmp_path, store, [GuiEpisode("e", "test", "i", steps)])
+    verdict = invariants.causal_cursor(invariants.shard_files(out, "d"))
+    assert verdict.passed, verdict.examples
