@@ -7,6 +7,7 @@ import warnings
 import dagster as dg
 
 from gui_assets.defs.factory import build_source_defs
+from gui_assets.defs.repo_assets import REPO_ASSETS
 from gui_assets.defs.resources import AlertsResource, BuildSettings, GuiAssetsPaths, HubResource
 from gui_assets.defs.sensors import run_failure_alerts
 from gui_assets.sources import SOURCES
@@ -14,7 +15,7 @@ from gui_assets.sources import SOURCES
 
 def _definitions() -> dg.Definitions:
     per_source = [build_source_defs(spec) for spec in SOURCES]
-    assets = [a for d in per_source for a in (d.assets or [])]
+    assets = [a for d in per_source for a in (d.assets or [])] + REPO_ASSETS
     checks = [c for d in per_source for c in (d.asset_checks or [])]
     with warnings.catch_warnings():
         # Code references are a beta API; it warns once per asset on every load.

@@ -133,7 +133,7 @@ def episodes(
     mirror_root = raw.root.parent.parent  # images paths are relative to <mirror> (cua-lite/<Name>/images/...)
     seen: set[str] = set()
     for split in SPLITS:
-        files = sorted(f for f in raw.files if f"/use/{split}/" in f"/{f.path}")
+        files = sorted((f for f in raw.files if f"/use/{split}/" in f"/{f.path}"), key=lambda f: f.path)
         for f in files:
             try:
                 pf = pq.ParquetFile(f.local)

@@ -32,11 +32,13 @@ from gui_assets import (
     stats,
     version,
 )
+from gui_assets.atomic import sha256_file
 from gui_assets.defs.checks import build_source_checks
 from gui_assets.defs.partitions import source_partitions
 from gui_assets.defs.resources import BuildSettings, GuiAssetsPaths, HubResource
 from gui_assets.layout import OutLayout
 from gui_assets.sources import SourceSpec
+from gui_assets.writers import hub as hub_writer
 from gui_assets.writers import libero_hdf5
 
 OWNERS = ["team:gui_assets"]
@@ -48,6 +50,10 @@ def code_version(*modules: ModuleType) -> str:
         h.update(m.__name__.encode())
         h.update(Path(m.__file__ or "").read_bytes())
     return h.hexdigest()[:16]
+
+
+def _shas(files: list[tuple[str, Path]]) -> list[tuple[str, str]]:
+    return [(p, sha256_file(local)) for p, local in files]
 
 
 def _digest(obj: Any) -> str:
@@ -249,11 +255,39 @@ def build_source_defs(spec: SourceSpec) -> dg.Definitions:
             data_version=dg.DataVersion(hashlib.sha256(path.read_bytes()).hexdigest()[:16]),
         )
 
+    @dg.asset(
+        key=dg.AssetKey(f"{spec.name}_upload"),
+        deps=[info_key],
+        description=f"Uploads `<out>/{spec.name}_<partition>/` (shards and dataset_info.json) to the "
+        "dataset repo GUI_ASSETS_HUB_REPO, or to `<out>/hub/` laid out as the repo would be; only files "
+        "the repo does not already hold with the same content are sent. Blocked when alignment_leakage "
+        "fails.",
+        kinds={"huggingface", "python"},
+        code_version=code_version(hub_writer),
+        pool="hf_api",
+        **common,
+    )
+    def upload_asset(
+        context: dg.AssetExecutionContext, paths: GuiAssetsPaths, hub: HubResource
+    ) -> dg.MaterializeResult:
+        directory = spec.directory(context.partition_key)
+        folder = OutLayout(paths.out_dir()).directory(directory)
+        files = [(f"{directory}/{p.name}", p) for p in sorted(folder.iterdir()) if p.is_file()]
+        target = hub.target(paths.out_dir())
+        try:
+            result = hub_writer.upload(files, target, f"Upload {directory}", log=context.log)
+        except hub_writer.UploadError as e:
+            raise _fail(e) from None
+        return dg.MaterializeResult(
+            metadata={**result.to_dict(), "directory": directory},
+            data_version=dg.DataVersion(_digest(sorted((p, sha) for p, sha in _shas(files)))),
+        )
+
     with warnings.catch_warnings():
         # Partitioned asset checks are a preview API in 1.13; it warns once per check at every load.
         warnings.simplefilter("ignore", dg.PreviewWarning)
         checks = build_source_checks(spec, partitions, shards_key, splits_key, info_key)
     return dg.Definitions(
-        assets=[raw_asset, episodes_asset, splits_asset, shards_asset, dataset_info_asset],
+        assets=[raw_asset, episodes_asset, splits_asset, shards_asset, dataset_info_asset, upload_asset],
         asset_checks=checks,
     )

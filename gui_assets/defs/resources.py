@@ -17,6 +17,7 @@ from gui_assets.config import DEFAULT_SHARD_CAP_BYTES, BuildConfig
 from gui_assets.demo import ensure_demo_mirror
 from gui_assets.layout import WORK_DIR
 from gui_assets.pipeline import RawSettings
+from gui_assets.writers.hub import HfHubTarget, LocalHubTarget, Target
 
 DEMO_MIRROR_DIR = "demo_mirror"
 
@@ -53,12 +54,25 @@ class GuiAssetsPaths(dg.ConfigurableResource):
 class HubResource(dg.ConfigurableResource):
     """Hugging Face hub access. The token comes from HF_TOKEN at run time and is never logged.
 
-    `endpoint` (or HF_ENDPOINT) points at a hub mirror; `revision` pins the upstream commit.
+    `endpoint` (or HF_ENDPOINT) points at a hub mirror; `revision` pins the upstream commit;
+    `repo_id` (or GUI_ASSETS_HUB_REPO) is where uploads go, else `<out>/hub/`.
     """
 
     endpoint: str | None = None
     revision: str | None = None
     cache_dir: str | None = None
+    repo_id: str | None = None
+
+    def upload_repo(self) -> str | None:
+        return self.repo_id or os.environ.get("GUI_ASSETS_HUB_REPO") or None
+
+    def target(self, out_dir: Path) -> Target:
+        repo = self.upload_repo()
+        if repo is None:
+            return LocalHubTarget(out_dir / "hub")
+        return HfHubTarget(
+            repo, os.environ.get("HF_TOKEN") or None, self.endpoint or os.environ.get("HF_ENDPOINT")
+        )
 
     def raw_settings(self, paths: GuiAssetsPaths) -> RawSettings:
         mode = paths.source_mode()
@@ -78,6 +92,8 @@ class BuildSettings(dg.ConfigurableResource):
     shard_cap_mb: float = DEFAULT_SHARD_CAP_BYTES / 1e6
     gzip_level: int = 4
     pango_hover: bool = False
+    preview_count: int = 665
+    preview_seed: int = 0
 
     def config(self) -> BuildConfig:
         return BuildConfig(

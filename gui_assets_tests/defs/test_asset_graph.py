@@ -9,7 +9,14 @@ from gui_assets import defs
 from gui_assets.defs.factory import build_source_defs
 from gui_assets.sources import SOURCES
 
-CHAIN = ["mind2web", "mind2web_episodes", "mind2web_splits", "mind2web_shards", "mind2web_dataset_info"]
+CHAIN = [
+    "mind2web",
+    "mind2web_episodes",
+    "mind2web_splits",
+    "mind2web_shards",
+    "mind2web_dataset_info",
+    "mind2web_upload",
+]
 PARTITIONS = {
     "mind2web": ["train", "test_task", "test_website", "test_domain"],
     "agentnet": ["win_mac", "ubuntu"],
@@ -27,14 +34,24 @@ EXPECTED_GRAPH = {
         f"{s}_splits": [f"{s}_episodes"],
         f"{s}_shards": [f"{s}_splits"],
         f"{s}_dataset_info": [f"{s}_shards"],
+        f"{s}_upload": [f"{s}_dataset_info"],
     }.items()
 }
+INFO_KEYS = sorted(f"{s}_dataset_info" for s in PARTITIONS)
+REPO_LEVEL = {
+    "preview": INFO_KEYS,
+    "dataset_card": sorted(["preview", *INFO_KEYS]),
+    "hub_card": ["dataset_card", "preview"],
+    "cua_lite_export": INFO_KEYS,
+}
+EXPECTED_GRAPH.update(REPO_LEVEL)
 EXPECTED_KINDS = {
     "mind2web": {"huggingface", "python"},
     "mind2web_episodes": {"parquet", "python"},
     "mind2web_splits": {"parquet", "python"},
     "mind2web_shards": {"hdf5", "python"},
     "mind2web_dataset_info": {"json", "python"},
+    "mind2web_upload": {"huggingface", "python"},
 }
 
 
@@ -78,15 +95,17 @@ def test_groups_partitions_kinds_owners_and_versions():
 @pytest.mark.parametrize(
     ("selection", "expected"),
     [
-        ("mind2web*", set(CHAIN)),
+        # legacy `S*` is the chain and everything downstream: the repo-level publishing assets too
+        ("mind2web*", set(CHAIN) | set(REPO_LEVEL)),
         ("group:mind2web", set(CHAIN)),
-        ("mind2web_shards*", {"mind2web_shards", "mind2web_dataset_info"}),
+        ("group:publish", set(REPO_LEVEL)),
+        ("mind2web_shards*", {"mind2web_shards", "mind2web_dataset_info", "mind2web_upload", *REPO_LEVEL}),
         ("*mind2web_splits", {"mind2web", "mind2web_episodes", "mind2web_splits"}),
-        ("agentnet*", {k.replace("mind2web", "agentnet") for k in CHAIN}),
-        ("weblinx*", {k.replace("mind2web", "weblinx") for k in CHAIN}),
-        ("webarena*", {k.replace("mind2web", "webarena") for k in CHAIN}),
-        ("cuagym*", {k.replace("mind2web", "cuagym") for k in CHAIN}),
-        ("pango*", {k.replace("mind2web", "pango") for k in CHAIN}),
+        ("agentnet*", {k.replace("mind2web", "agentnet") for k in CHAIN} | set(REPO_LEVEL)),
+        ("weblinx*", {k.replace("mind2web", "weblinx") for k in CHAIN} | set(REPO_LEVEL)),
+        ("webarena*", {k.replace("mind2web", "webarena") for k in CHAIN} | set(REPO_LEVEL)),
+        ("cuagym*", {k.replace("mind2web", "cuagym") for k in CHAIN} | set(REPO_LEVEL)),
+        ("pango*", {k.replace("mind2web", "pango") for k in CHAIN} | set(REPO_LEVEL)),
     ],
 )
 def test_selection_strings_users_type(selection, expected):
@@ -101,7 +120,7 @@ def test_every_source_spec_yields_exactly_its_chain_without_overlap():
         keys = {k.to_user_string() for a in d.assets for k in a.keys}
         assert keys == {
             spec.name,
-            *(f"{spec.name}_{s}" for s in ("episodes", "splits", "shards", "dataset_info")),
+            *(f"{spec.name}_{s}" for s in ("episodes", "splits", "shards", "dataset_info", "upload")),
         }
         assert not keys & seen
         seen |= keys

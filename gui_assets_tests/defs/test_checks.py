@@ -87,7 +87,9 @@ def test_a_leak_blocks_everything_downstream_and_alerts_a_real_webhook(tmp_path,
     assert leak.metadata["demonstrated_cursor_rate"].value == 1.0
     materialized = {m.asset_key.to_user_string() for m in result.get_asset_materialization_events()}
     assert "mind2web_shards" in materialized and "mind2web_dataset_info" not in materialized
+    assert "mind2web_upload" not in materialized  # nothing is uploaded for a leaky partition
     assert not (tmp_path / "out" / "mind2web_train" / "dataset_info.json").exists()
+    assert not (tmp_path / "out" / "hub" / "mind2web_train").exists()
     alerts = [p["gui_assets"] for p in hook.received]
     leak_alerts = [a for a in alerts if a["check"] == "alignment_leakage"]
     assert len(leak_alerts) == 1

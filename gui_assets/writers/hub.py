@@ -1,0 +1,204 @@
+"""Uploads of built files to the dataset repo: the Hugging Face hub, or `<out>/hub/` laid out as the
+repo would be (GUI_ASSETS_HUB_REPO unset).
+
+`upload()` asks the target what it already holds and sends only files it does not hold with
+the same content, in batches small enough to survive a dropped connection; a failed batch is
+retried with backoff (a bounded number of times), and a rerun after a failure sends only what
+is still missing: that is the resume. Content is compared by sha256 (LFS files on the hub) or
+by git blob sha1 (small files the hub stores in git). The token goes to HfApi and nowhere else.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import shutil
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from gui_assets.atomic import atomic_path, sha256_file
+
+BATCH_BYTES = 2 * 1000**3  # a commit of at most ~2 GB: four 500 MB shards
+BATCH_FILES = 100
+
+
+class UploadError(Exception):
+    """An upload that kept failing after its retries; the message names the batch, never the token."""
+
+
+def git_blob_sha1(path: Path) -> str:
+    h = hashlib.sha1(b"blob %d\0" % path.stat().st_size)
+    with open(path, "rb") as fh:
+        while block := fh.read(1 << 20):
+            h.update(block)
+    return h.hexdigest()
+
+
+class Target(Protocol):
+    name: str
+
+    def holds(self) -> dict[str, tuple[str, str]]:
+        """repo path -> (kind, digest), kind 'sha256' or 'git-sha1'."""
+        ...
+
+    def send(self, batch: list[tuple[str, Path]], message: str) -> None: ...
+
+
+def _same(local: Path, held: tuple[str, str] | None) -> bool:
+    if held is None:
+        return False
+    kind, digest = held
+    return (sha256_file(local) if kind == "sha256" else git_blob_sha1(local)) == digest
+
+
+@dataclass
+class LocalHubTarget:
+    """A folder laid out exactly as the dataset repo: `<root>/<path in repo>`."""
+
+    root: Path
+    name: str = "local"
+    fail_after: int | None = None  # tests: files sent before a simulated dropped connection
+    _sent: int = field(default=0, repr=False)
+
+    def holds(self) -> dict[str, tuple[str, str]]:
+        if not self.root.is_dir():
+            return {}
+        return {
+            p.relative_to(self.root).as_posix(): ("sha256", sha256_file(p))
+            for p in self.root.rglob("*")
+            if p.is_file() and not p.name.startswith(".")
+        }
+
+    def send(self, batch: list[tuple[str, Path]], message: str) -> None:
+        for repo_path, local in batch:
+            if self.fail_after is not None and self._sent >= self.fail_after:
+                raise ConnectionResetError(f"connection dropped while sending {repo_path}")
+            with atomic_path(self.root / repo_path) as tmp:
+                shutil.copyfile(local, tmp)
+            self._sent += 1
+
+
+class HfHubTarget:
+    """The dataset repo on the hub (created if missing). Each batch is one commit."""
+
+    def __init__(self, repo_id: str, token: str | None, endpoint: str | None = None, api: Any = None) -> None:
+        from huggingface_hub import HfApi
+
+        self.repo_id = repo_id
+        self.name = f"hub:{repo_id}"
+        self.api = api or HfApi(token=token, endpoint=endpoint)
+        self._created = False
+
+    def holds(self) -> dict[str, tuple[str, str]]:
+        from huggingface_hub.errors import RepositoryNotFoundError
+
+        try:
+            entries = self.api.list_repo_tree(self.repo_id, repo_type="dataset", recursive=True)
+            out = {}
+            for e in entries:
+                lfs = getattr(e, "lfs", None)
+                if lfs is not None:
+                    out[e.path] = ("sha256", lfs.sha256)
+                elif getattr(e, "blob_id", None):
+                    out[e.path] = ("git-sha1", e.blob_id)
+            return out
+        except RepositoryNotFoundError:
+            return {}
+
+    def send(self, batch: list[tuple[str, Path]], message: str) -> None:
+        from huggingface_hub import CommitOperationAdd
+
+        if not self._created:
+            self.api.create_repo(self.repo_id, repo_type="dataset", exist_ok=True)
+            self._created = True
+        ops = [CommitOperationAdd(path_in_repo=p, path_or_fileobj=str(local)) for p, local in batch]
+        self.api.create_commit(self.repo_id, repo_type="dataset", operations=ops, commit_message=message)
+
+
+@dataclass
+class UploadResult:
+    target: str
+    uploaded: list[str]
+    skipped: list[str]
+    batches: int
+    retries: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "target": self.target,
+            "uploaded": len(self.uploaded),
+            "skipped": len(self.skipped),
+            "batches": self.batches,
+            "retries": self.retries,
+        }
+
+
+def _batches(files: list[tuple[str, Path]]) -> Iterable[list[tuple[str, Path]]]:
+    batch: list[tuple[str, Path]] = []
+    size = 0
+    for item in files:
+        n = item[1].stat().st_size
+        if batch and (size + n > BATCH_BYTES or len(batch) >= BATCH_FILES):
+            yield batch
+            batch, size = [], 0
+        batch.append(item)
+        size += n
+    if batch:
+        yield batch
+
+
+def _retryable(e: BaseException) -> bool:
+    try:
+        import httpx2
+        from huggingface_hub.errors import HfHubHTTPError
+    except ImportError:  # pragma: no cover - huggingface_hub is a dependency
+        return isinstance(e, OSError)
+    if isinstance(e, HfHubHTTPError):
+        status = getattr(getattr(e, "response", None), "status_code", None)
+        return status is None or status in (408, 429) or status >= 500
+    return isinstance(e, OSError | httpx2.TransportError)
+
+
+def upload(
+    files: list[tuple[str, Path]],
+    target: Target,
+    message: str,
+    *,
+    retries: int = 4,
+    backoff: float = 2.0,
+    log: logging.Logger | Any = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> UploadResult:
+    """Send `(path in repo, local file)` pairs the target does not hold with the same content."""
+    held = target.holds()
+    todo = [(p, local) for p, local in sorted(files) if not _same(local, held.get(p))]
+    skipped = sorted(p for p, _ in files if p not in {q for q, _ in todo})
+    done: list[str] = []
+    used = batches = 0
+    for batch in _batches(todo):
+        batches += 1
+        for attempt in range(retries + 1):
+            try:
+                target.send(batch, f"{message} ({len(batch)} files)")
+                break
+            except Exception as e:  # classified just below: retried, or raised with the batch named
+                if not _retryable(e) or attempt == retries:
+                    raise UploadError(
+                        f"upload to {target.name} failed on a batch of {len(batch)} files "
+                        f"({batch[0][0]} ...) after {attempt + 1} attempts: {type(e).__name__}: {e}"
+                    ) from None
+                used += 1
+                if log is not None:
+                    log.warning(
+                        f"upload batch to {target.name} failed ({type(e).__name__}); retry {attempt + 1}"
+                    )
+                sleep(backoff * 2**attempt)
+                now = target.holds()  # a batch cut short may have landed in part: send only the rest
+                batch = [(p, local) for p, local in batch if not _same(local, now.get(p))] or batch[:0]
+                if not batch:
+                    break
+        done += [p for p, _ in batch]
+    return UploadResult(target.name, done, skipped, batches, used)

@@ -1,0 +1,51 @@
+"""The publishing assets end to end: the whole demo through Dagster lands in `<out>/hub/`."""
+
+from __future__ import annotations
+
+import dagster as dg
+import yaml
+
+from gui_assets.defs.repo_assets import REPO_ASSETS
+from gui_assets.defs.resources import AlertsResource, BuildSettings, GuiAssetsPaths, HubResource
+from gui_assets.layout import DatasetInfo
+from gui_assets.sources import SOURCES
+from gui_assets_tests.conftest import source_definitions
+
+
+def test_the_demo_publishes_everything_to_the_local_hub_folder(tmp_path, demo_mirror):
+    resources = {
+        "paths": GuiAssetsPaths(out=str(tmp_path), mirror=str(demo_mirror)),
+        "hub": HubResource(),
+        "build": BuildSettings(preview_count=60),
+        "alerts": AlertsResource(),
+    }
+    with dg.instance_for_test() as instance:
+        for spec in SOURCES:
+            for key in spec.partition_keys:
+                r = dg.materialize(
+                    source_definitions(spec.name),
+                    partition_key=key,
+                    resources=resources,
+                    instance=instance,
+                    raise_on_error=False,
+                )
+                assert r.success, (spec.name, key)
+        r = dg.materialize(REPO_ASSETS, resources=resources, instance=instance, raise_on_error=False)
+        assert r.success
+    hub = tmp_path / "hub"
+    card = (hub / "README.md").read_text()
+    assert yaml.safe_load(card.split("---")[1])["configs"][0]["config_name"] == "preview"
+    assert list(hub.glob("preview/*.parquet"))
+    infos = [DatasetInfo.read(p) for p in sorted(tmp_path.glob("*/dataset_info.json"))]
+    assert len(infos) == sum(len(s.partition_keys) for s in SOURCES)
+    for info in infos:
+        for f in (tmp_path / info.directory).iterdir():
+            assert (hub / info.directory / f.name).read_bytes() == f.read_bytes()
+        row = next(line for line in card.splitlines() if line.startswith(f"| {info.directory}/ |"))
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert cells[3:6] == [
+            f"{sum(s.demos for s in info.shards):,}",
+            f"{sum(s.steps for s in info.shards):,}",
+            str(len(info.shards)),
+        ]
+    assert (tmp_path / "cua_lite" / "cua-lite" / "GuiAgent").is_dir()

@@ -1,0 +1,192 @@
+"""Publishing: the preview config, the dataset card, uploads with resume, the cua-lite export."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from gui_assets.adapters import cuagym
+from gui_assets.config import BuildConfig
+from gui_assets.episode_store import ImageStore, iter_episodes
+from gui_assets.images import decode_rgb
+from gui_assets.ir import ActionType, view_direction
+from gui_assets.layout import DatasetInfo, OutLayout
+from gui_assets.mirror import from_mirror
+from gui_assets.pipeline import RawSettings, build_directory
+from gui_assets.sources import AGENTNET, MIND2WEB, WEBLINX
+from gui_assets.stats import BuildStats
+from gui_assets.writers import card, cua_lite, hub, preview
+
+
+@pytest.fixture(scope="module")
+def built(demo_mirror, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("publish")
+    for spec, key in ((MIND2WEB, "train"), (MIND2WEB, "test_task"), (AGENTNET, "ubuntu"), (WEBLINX, "valid")):
+        build_directory(spec, key, out, RawSettings(mode="mirror", mirror=demo_mirror))
+    return out
+
+
+def test_the_preview_decodes_with_datasets(built):
+    datasets = pytest.importorskip("datasets")
+    r = preview.write_preview(built, count=40, seed=3)
+    ds = datasets.load_dataset("parquet", data_files=r["path"], split="train")
+    assert len(ds) == r["rows"] and set(r["per_directory"]) == {
+        "mind2web_train",
+        "mind2web_test_task",
+        "agentnet_ubuntu",
+        "weblinx_valid",
+    }
+    row = ds[0]
+    assert row["frame"].size[0] == 640 and row["eye_in_hand"].size == (128, 128)  # PIL images, decoded
+    assert row["action_type"] in {t.name for t in ActionType} and len(row["action_params"]) == 4
+    again = preview.write_preview(built, count=40, seed=3)
+    assert Path(again["path"]).read_bytes() == Path(r["path"]).read_bytes()  # seeded: the same sample
+
+
+def test_the_card_yaml_names_the_preview_and_its_tables_match_the_files(built):
+    preview.write_preview(built, count=20)
+    card.write_card(built, "org/gui-agent")
+    text = (built / "README.md").read_text()
+    meta = yaml.safe_load(text.split("---")[1])
+    assert meta["license"] == "other"
+    assert meta["configs"] == [
+        {"config_name": "preview", "data_files": [{"split": "sample", "path": "preview/*.parquet"}]}
+    ]
+    assert list(built.glob("preview/*.parquet"))
+    for p in built.glob("*/dataset_info.json"):
+        info = DatasetInfo.read(p)
+        row = next(line for line in text.splitlines() if line.startswith(f"| {info.directory}/ |"))
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert cells[3:6] == [
+            f"{sum(s.demos for s in info.shards):,}",
+            f"{sum(s.steps for s in info.shards):,}",
+            str(len(info.shards)),
+        ]
+    assert "Holdout shards" in text and "xlangai/AgentNet" in text and "osunlp/Multimodal-Mind2Web" in text
+
+
+def test_an_interrupted_upload_resumes_without_resending_finished_files(built, tmp_path):
+    files = [
+        (f"{d.name}/{p.name}", p)
+        for d in sorted(built.glob("*_*"))
+        if (d / "dataset_info.json").exists()
+        for p in sorted(d.iterdir())
+    ]
+    target = hub.LocalHubTarget(tmp_path / "hub", fail_after=3)
+    with pytest.raises(hub.UploadError, match="after 3 attempts"):
+        hub.upload(files, target, "first try", retries=2, sleep=lambda s: None)
+    assert len(list((tmp_path / "hub").rglob("*.*"))) == 3  # the connection dropped after 3 files
+    result = hub.upload(files, hub.LocalHubTarget(tmp_path / "hub"), "rerun", sleep=lambda s: None)
+    assert len(result.skipped) == 3 and len(result.uploaded) == len(files) - 3
+    again = hub.upload(files, hub.LocalHubTarget(tmp_path / "hub"), "nothing new")
+    assert again.uploaded == [] and len(again.skipped) == len(files)
+    for repo_path, local in files:
+        assert (tmp_path / "hub" / repo_path).read_bytes() == local.read_bytes()
+
+
+class FakeHubApi:
+    """The hub itself cannot exist here: an HfApi stand-in recording commits and dropping some."""
+
+    def __init__(self, fail_commits: int = 0) -> None:
+        from huggingface_hub.errors import HfHubHTTPError
+
+        self.files: dict[str, str] = {}
+        self.commits: list[list[str]] = []
+        self.fail_commits = fail_commits
+        self.error = HfHubHTTPError
+
+    def list_repo_tree(self, repo_id, repo_type, recursive):
+        from types import SimpleNamespace
+
+        return [
+            SimpleNamespace(path=p, lfs=SimpleNamespace(sha256=sha), blob_id=None)
+            for p, sha in self.files.items()
+        ]
+
+    def create_repo(self, repo_id, repo_type, exist_ok):
+        return None
+
+    def create_commit(self, repo_id, repo_type, operations, commit_message):
+        from gui_assets.atomic import sha256_file
+
+        if self.fail_commits:
+            self.fail_commits -= 1
+            raise ConnectionResetError("the connection dropped mid-commit")
+        self.commits.append([op.path_in_repo for op in operations])
+        for op in operations:
+            self.files[op.path_in_repo] = sha256_file(Path(op.path_or_fileobj))
+
+
+def test_hub_uploads_batch_retry_and_skip_what_the_repo_holds(built, monkeypatch):
+    monkeypatch.setattr(hub, "BATCH_FILES", 2)
+    files = [(f"mind2web_train/{p.name}", p) for p in sorted((built / "mind2web_train").iterdir())]
+    files += [(f"agentnet_ubuntu/{p.name}", p) for p in sorted((built / "agentnet_ubuntu").iterdir())]
+    api = FakeHubApi(fail_commits=1)
+    target = hub.HfHubTarget("org/gui-agent", token="hf_never_used_here", api=api)
+    r = hub.upload(files, target, "upload", sleep=lambda s: None)
+    assert r.retries == 1 and r.batches == 3 and all(len(c) <= 2 for c in api.commits)
+    assert set(api.files) == {p for p, _ in files}
+    again = hub.upload(files, target, "upload")
+    assert again.uploaded == [] and api.commits[-1] != []  # nothing re-sent
+
+
+def test_the_cua_lite_export_round_trips_into_the_ir(built, tmp_path):
+    r = cua_lite.write_export(built)
+    root = Path(r["root"])
+    assert "cua-lite/GuiAgent/browser/use/train/mind2web_train.parquet" in r["files"]
+    assert "cua-lite/GuiAgent/desktop/use/validation/agentnet_ubuntu.parquet" in r["files"]
+    table = pq.read_table(root / "cua-lite/GuiAgent/browser/use/train/mind2web_train.parquet").to_pylist()
+    for row in table:
+        assert all((root / p).is_file() for p in row["images"])
+        msgs = json.loads(row["messages"])
+        for m in msgs:
+            for call in m.get("tool_calls", []):
+                for a in call["function"]["arguments"].get("actions", []):
+                    for key in ("coordinate", "start_coordinate"):
+                        if key in a:
+                            assert all(isinstance(c, int) and 0 <= c <= 1000 for c in a[key])
+    originals = {}
+    layout = OutLayout(built)
+    for d in ("mind2web_train", "mind2web_test_task", "agentnet_ubuntu", "weblinx_valid"):
+        originals.update({e.episode_id: e for e in iter_episodes(layout.episodes(d))})
+    back = []
+    for partition in ("browser_use", "desktop_use"):
+        raw = from_mirror(root, "cua-lite/GuiAgent", cuagym.file_patterns(partition))
+        raw.partition = partition
+        back += list(cuagym.episodes(raw, ImageStore(tmp_path / "i"), BuildStats(), BuildConfig()))
+    assert {e.attrs["task_id"] for e in back} == set(originals)
+    for ep in back:
+        orig = originals[ep.attrs["task_id"]]
+        if any(s.action_type in (ActionType.GOTO, ActionType.PRESS_KEY) for s in orig.steps):
+            continue  # a GOTO is two cua-lite actions, a key sequence several: compared below on mind2web
+        assert len(ep.steps) == len(orig.steps), ep.attrs["task_id"]
+        for a, b in zip(orig.steps, ep.steps, strict=True):
+            want = ActionType.CLICK if a.action_type == ActionType.SELECT else a.action_type
+            assert b.action_type == want
+            if a.action_type == ActionType.SCROLL and a.grounded:
+                # cua-lite scrolls in whole amounts (0.05 of the frame each): same start, same view
+                # direction, the travel within half a unit
+                assert b.params[:2] == pytest.approx(a.params[:2], abs=1e-3)
+                assert view_direction(b.params) == view_direction(a.params)
+                travel = max(abs(a.params[2] - a.params[0]), abs(a.params[3] - a.params[1]))
+                back_travel = max(abs(b.params[2] - b.params[0]), abs(b.params[3] - b.params[1]))
+                assert abs(back_travel - travel) <= 0.025 + 1e-3
+            elif a.grounded and a.action_type != ActionType.TYPE:
+                assert b.params == pytest.approx(a.params, abs=1e-3)
+            if a.action_type == ActionType.TYPE:
+                assert b.text == a.text
+        # the first observation is the very window the IR pointed at
+        o, r0 = orig.steps[0].observation, ep.steps[0].observation
+        window = decode_rgb(ImageStore(layout.image_store).get(o.image_sha256, o.image_ext))[
+            o.top : o.top + o.height, o.left : o.left + o.width
+        ]
+        assert np.array_equal(
+            window, decode_rgb(ImageStore(tmp_path / "i").get(r0.image_sha256, r0.image_ext))
+        )
+    shutil.rmtree(root)
