@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import enum
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -178,6 +179,29 @@ def params4(values: tuple[float, ...] | list[float] = ()) -> tuple[float, float,
     """[x1, y1, x2, y2] from the slots a step constrains; the rest hold 0, never a guess."""
     p = [float(v) for v in values][:4]
     return (*p, *([0.0] * (4 - len(p))))  # type: ignore[return-value]
+
+
+def step_builder(observation: Observation, ref: SourceRef, **defaults: Any) -> Callable[..., GuiStep]:
+    """A maker of steps that share an observation and a source ref (and `defaults`, e.g.
+    scroll, thought, obs_stale, annotations): `make(kind, params, mask, text, name=, desc=,
+    ungrounded=)` pads params to four slots and describes the step unless `desc` is given."""
+
+    def make(
+        kind: ActionType,
+        params: tuple[float, ...] = (),
+        mask: tuple[float, float, float, float] = NO_MASK,
+        text: str = "",
+        name: str = "",
+        desc: str = "",
+        ungrounded: str = "",
+    ) -> GuiStep:
+        p = params4(params)
+        fields = {"scroll": (0.0, 0.0), **defaults, "ungrounded_reason": str(ungrounded)}
+        return GuiStep(
+            kind, p, mask, text, desc or describe(kind, p, mask, text, name), observation, ref=ref, **fields
+        )
+
+    return make
 
 
 def fmt_coord(v: float) -> str:

@@ -56,8 +56,7 @@ from gui_assets.ir import (
     GuiStep,
     Observation,
     SourceRef,
-    describe,
-    params4,
+    step_builder,
 )
 from gui_assets.mirror import RawInputError, RawPartition
 from gui_assets.stats import BuildStats
@@ -133,33 +132,7 @@ def _to_step(
     thought: str,
     notes: str,
 ) -> GuiStep:
-    kw: dict[str, Any] = {
-        "observation": obs,
-        "scroll": (0.0, 0.0),
-        "ref": ref,
-        "thought": thought,
-        "annotations": notes,
-    }
-
-    def step(
-        t: ActionType,
-        params: tuple[float, ...],
-        mask: tuple[float, ...],
-        text: str = "",
-        name: str = "",
-        ungrounded: str = "",
-        desc: str = "",
-    ) -> GuiStep:
-        p = params4(params)
-        return GuiStep(
-            t,
-            p,
-            mask,
-            text,
-            desc or describe(t, p, mask, text, name),  # type: ignore[arg-type]
-            ungrounded_reason=ungrounded,
-            **kw,
-        )
+    step = step_builder(obs, ref, thought=thought, annotations=notes)
 
     if a.kind == "click":
         name = _CLICK_NAMES.get((a.button, a.clicks), f"{a.button}_click_x{a.clicks}")

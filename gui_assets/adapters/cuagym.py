@@ -47,7 +47,6 @@ from gui_assets.cursor import SCREEN_CENTRE, next_cursor
 from gui_assets.episode_store import ImageStore
 from gui_assets.images import ImageError, inspect
 from gui_assets.ir import (
-    NO_MASK,
     POINT_MASK,
     SPAN_MASK,
     ActionType,
@@ -57,8 +56,7 @@ from gui_assets.ir import (
     Observation,
     SourceRef,
     UngroundedReason,
-    describe,
-    params4,
+    step_builder,
 )
 from gui_assets.mirror import RawInputError, RawPartition
 from gui_assets.stats import BuildStats
@@ -289,36 +287,13 @@ def _step(
     name = str(a.get("action", ""))
     notes = json.dumps({"action_description": described}, ensure_ascii=False) if described else ""
 
-    def make(
-        kind: ActionType,
-        params: tuple[float, ...] = (),
-        mask: tuple[float, ...] = NO_MASK,
-        text: str = "",
-        label: str = "",
-        desc: str = "",
-        ungrounded: str = "",
-    ) -> GuiStep:
-        p = params4(params)
-        return GuiStep(
-            kind,
-            p,
-            mask,
-            text,
-            desc or describe(kind, p, mask, text, label),
-            obs,
-            (0.0, 0.0),
-            ref,
-            thought=thought,
-            obs_stale=stale,
-            ungrounded_reason=ungrounded,
-            annotations=notes,
-        )
+    make = step_builder(obs, ref, thought=thought, obs_stale=stale, annotations=notes)
 
     def at(kind: ActionType, label: str = "") -> GuiStep:
         point = _coord(a.get("coordinate"))
         if point is None:
-            return make(kind, label=label, ungrounded=UngroundedReason.NO_CANDIDATE)
-        return make(kind, point, POINT_MASK, label=label)
+            return make(kind, name=label, ungrounded=UngroundedReason.NO_CANDIDATE)
+        return make(kind, point, POINT_MASK, name=label)
 
     if name in _OBSERVE_ONLY:
         return None
@@ -361,12 +336,12 @@ def _step(
         text = "+".join(str(k) for k in keys)
         if name == "key" and [str(k).lower() for k in keys] in (["enter"], ["return"]):
             return make(ActionType.PRESS_ENTER, text=text)
-        return make(ActionType.PRESS_KEY, text=text, label="hold_key" if name == "hold_key" else "")
+        return make(ActionType.PRESS_KEY, text=text, name="hold_key" if name == "hold_key" else "")
     if name == "wait":
         return make(ActionType.WAIT, desc=f"wait({a.get('duration', '')})")
     if name == "terminate":
         ok = str(a.get("status", "success")).lower() in ("success", "succeeded")
         return make(ActionType.STOP if ok else ActionType.FAIL)
     if name == "response":
-        return make(ActionType.STOP, text=str(a.get("text", a.get("response", ""))), label="response")
+        return make(ActionType.STOP, text=str(a.get("text", a.get("response", ""))), name="response")
     raise _Bad(DropReason.UNKNOWN_ACTION_VERB)

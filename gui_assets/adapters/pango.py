@@ -46,7 +46,6 @@ from gui_assets.cursor import SCREEN_CENTRE, next_cursor
 from gui_assets.episode_store import ImageStore
 from gui_assets.images import ImageError, inspect
 from gui_assets.ir import (
-    NO_MASK,
     POINT_MASK,
     SPAN_MASK,
     ActionType,
@@ -55,8 +54,7 @@ from gui_assets.ir import (
     GuiStep,
     Observation,
     SourceRef,
-    describe,
-    params4,
+    step_builder,
 )
 from gui_assets.mirror import RawInputError, RawPartition
 from gui_assets.stats import BuildStats
@@ -324,28 +322,7 @@ def _step(
 ) -> GuiStep:
     w, h = obs.width, obs.height
 
-    def make(
-        t: ActionType,
-        params: tuple[float, ...] = (),
-        mask: tuple[float, ...] = NO_MASK,
-        text: str = "",
-        name: str = "",
-        desc: str = "",
-        ungrounded: str = "",
-    ) -> GuiStep:
-        p = params4(params)
-        return GuiStep(
-            t,
-            p,
-            mask,
-            text,
-            desc or describe(t, p, mask, text, name),
-            obs,
-            (0.0, 0.0),
-            ref,
-            thought=thought,
-            ungrounded_reason=ungrounded,
-        )
+    make = step_builder(obs, ref, thought=thought)
 
     def norm(xy: tuple[float, float] | None) -> tuple[float, float]:
         if xy is None:

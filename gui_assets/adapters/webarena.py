@@ -44,7 +44,6 @@ from gui_assets.cursor import SCREEN_CENTRE
 from gui_assets.episode_store import ImageStore
 from gui_assets.images import ImageError, inspect
 from gui_assets.ir import (
-    NO_MASK,
     POINT_MASK,
     SPAN_MASK,
     ActionType,
@@ -54,8 +53,7 @@ from gui_assets.ir import (
     Observation,
     SourceRef,
     UngroundedReason,
-    describe,
-    params4,
+    step_builder,
 )
 from gui_assets.mirror import RawInputError, RawPartition
 from gui_assets.stats import BuildStats
@@ -214,27 +212,7 @@ def _step(
     w, h = obs.width, obs.height
     p = call.params
 
-    def make(
-        kind: ActionType,
-        params: tuple[float, ...] = (),
-        mask: tuple[float, ...] = NO_MASK,
-        text: str = "",
-        name: str = "",
-        ungrounded: str = "",
-        desc: str = "",
-    ) -> GuiStep:
-        pr = params4(params)
-        return GuiStep(
-            kind,
-            pr,
-            mask,
-            text,
-            desc or describe(kind, pr, mask, text, name),
-            obs,
-            (0.0, 0.0),
-            ref,
-            ungrounded_reason=ungrounded,
-        )
+    make = step_builder(obs, ref)
 
     def at(kind: ActionType, point: tuple[float, float] | None, text: str = "", name: str = "") -> GuiStep:
         if point is None:

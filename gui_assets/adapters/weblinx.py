@@ -48,7 +48,6 @@ from gui_assets.cursor import SCREEN_CENTRE, next_cursor
 from gui_assets.episode_store import ImageStore
 from gui_assets.images import ImageError, inspect
 from gui_assets.ir import (
-    NO_MASK,
     POINT_MASK,
     SPAN_MASK,
     ActionType,
@@ -58,8 +57,7 @@ from gui_assets.ir import (
     Observation,
     SourceRef,
     UngroundedReason,
-    describe,
-    params4,
+    step_builder,
 )
 from gui_assets.mirror import RawInputError, RawPartition
 from gui_assets.stats import BuildStats
@@ -302,26 +300,7 @@ def _step(
 ) -> GuiStep | None:
     w, h = obs.width, obs.height
 
-    def make(
-        kind: ActionType,
-        params: tuple[float, ...] = (),
-        mask: tuple[float, ...] = NO_MASK,
-        text: str = "",
-        desc: str = "",
-        ungrounded: str = "",
-    ) -> GuiStep:
-        p = params4(params)
-        return GuiStep(
-            kind,
-            p,
-            mask,
-            text,
-            desc or describe(kind, p, mask, text),
-            obs,
-            scroll,
-            ref,  # type: ignore[arg-type]
-            ungrounded_reason=ungrounded,
-        )
+    make = step_builder(obs, ref, scroll=scroll)
 
     def pointed(kind: ActionType, text: str = "") -> GuiStep:
         point, why = locate(t, w, h)
