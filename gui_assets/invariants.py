@@ -16,7 +16,6 @@ used in dataset_info.json, check metadata and alerts.
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from collections.abc import Iterator
@@ -507,7 +506,3 @@ def histogram_table(hist: dict[str, dict[str, int]]) -> str:
             f"| {d} | " + " | ".join(str(row.get(b, 0)) for b in buckets) + f" | {sum(row.values())} |"
         )
     return "\n".join(lines)
-
-
-def dumps(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True)

@@ -73,7 +73,16 @@ _NAV = {
     "goforward": (ActionType.PRESS_KEY, "alt+ArrowRight"),
     "reload": (ActionType.PRESS_KEY, "F5"),
 }
-POINTER_METHODS = _CLICK | _HOVER | set(_CHECK) | {"dragandrop"}
+# Every call that is a user action; anything else a trace records is not a step.
+USER_METHODS = (
+    _CLICK
+    | _HOVER
+    | set(_CHECK)
+    | _TYPE
+    | _PRESS
+    | set(_NAV)
+    | {"selectoption", "goto", "mousewheel", "dragandrop"}
+)
 
 
 def file_patterns(partition: str) -> list[str]:
@@ -156,13 +165,7 @@ def _episode(
     mouse: dict[str, tuple[float, float]] = {}  # per page: where the pointer is, CSS px
     for call in trace.calls:
         method = call.method.lower()
-        known = method in _CLICK | _HOVER | set(_CHECK) | _TYPE | _PRESS | set(_NAV) | {
-            "selectoption",
-            "goto",
-            "mousewheel",
-            "dragandrop",
-        }
-        if not known:
+        if method not in USER_METHODS:
             ignored += 1
             continue
         if call.error:

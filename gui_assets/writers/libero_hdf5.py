@@ -74,10 +74,6 @@ class WriterStats:
     steps_written: int = 0
     build_stats: BuildStats = field(default_factory=BuildStats)
 
-    @property
-    def target_inside_eye_in_hand_rate(self) -> float:
-        return self.target_inside_eye / self.pointer_steps if self.pointer_steps else 0.0
-
 
 class _FrameCache:
     """Decoded screenshots by sha256; a page viewed by several SCROLL steps is decoded once."""
