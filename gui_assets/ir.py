@@ -204,6 +204,42 @@ def step_builder(observation: Observation, ref: SourceRef, **defaults: Any) -> C
     return make
 
 
+def _clip(v: float) -> float:
+    return min(max(v, 0.0), 1.0)
+
+
+def wheel_gesture(
+    start: tuple[float, float], delta: tuple[float, float], scale: tuple[float, float]
+) -> tuple[tuple[float, float, float, float] | None, str]:
+    """A wheel turned at `start` that moved the view by `delta` (source units, +x right, +y down).
+
+    Returns (gesture params, view direction). The axis is the one the view moved most along in
+    the source's own units; the gesture is the content's travel, the opposite way, `delta` times
+    `scale` (source units -> share of the frame), clipped at the frame edge. None when the clip
+    leaves no travel (a pointer on the edge the content would cross): the direction still holds.
+    """
+    (x, y), (dx, dy) = start, delta
+    if abs(dy) >= abs(dx):
+        end, direction = (x, _clip(y - dy * scale[1])), "down" if dy > 0 else "up"
+    else:
+        end, direction = (_clip(x - dx * scale[0]), y), "right" if dx > 0 else "left"
+    return ((x, y, *end) if end != (x, y) else None), direction
+
+
+def wheel_step(
+    make: Callable[..., GuiStep],
+    start: tuple[float, float],
+    delta: tuple[float, float],
+    scale: tuple[float, float],
+) -> GuiStep:
+    """The SCROLL step of `wheel_gesture`: grounded, or (no travel left) ungrounded with its
+    direction in action_desc as `gesture_outside_frame`."""
+    params, direction = wheel_gesture(start, delta, scale)
+    if params is None:
+        return make(ActionType.SCROLL, desc=f"scroll({direction})", ungrounded="gesture_outside_frame")
+    return make(ActionType.SCROLL, params, SPAN_MASK)
+
+
 def fmt_coord(v: float) -> str:
     return f"{v:.2f}"
 

@@ -79,3 +79,17 @@ def test_scroll_desc_names_the_view_direction_the_inverse_of_the_gesture():
     assert describe(ActionType.SCROLL, (0.5, 0.8, 0.5, 0.2), SPAN_MASK, "") == "scroll(down)"
     assert describe(ActionType.CLICK, (0.714, 0.78, 0, 0), POINT_MASK, "") == "click(0.71, 0.78)"
     assert describe(ActionType.CLICK, (0, 0, 0, 0), NO_MASK, "") == "click()"
+
+
+def test_the_wheel_gesture_is_the_content_travelling_opposite_to_the_view():
+    from gui_assets.ir import wheel_gesture
+
+    # the view moves down 300 px of a 750 px frame: the content travels up 0.4, from the pointer
+    assert wheel_gesture((0.5, 0.6), (0, 300), (1 / 1280, 1 / 750)) == ((0.5, 0.6, 0.5, 0.2), "down")
+    # the axis is chosen in the source's own units (here 100 px across beats 90 px down),
+    # not after normalizing by an oblong frame
+    params, direction = wheel_gesture((0.5, 0.5), (100, 90), (1 / 1280, 1 / 750))
+    assert direction == "right" and params == (0.5, 0.5, 0.5 - 100 / 1280, 0.5)
+    # travel is clipped at the frame edge; none left keeps only the direction
+    assert wheel_gesture((0.5, 0.1), (0, 500), (1, 1 / 750)) == ((0.5, 0.1, 0.5, 0.0), "down")
+    assert wheel_gesture((0.5, 1.0), (0, -3), (0.05, 0.05)) == (None, "up")

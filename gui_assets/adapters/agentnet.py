@@ -57,6 +57,7 @@ from gui_assets.ir import (
     Observation,
     SourceRef,
     step_builder,
+    wheel_step,
 )
 from gui_assets.mirror import RawInputError, RawPartition
 from gui_assets.stats import BuildStats
@@ -110,19 +111,6 @@ def _os_of(task_id: str, partition: str, meta: dict[str, dict[str, Any]]) -> str
     return "ubuntu" if partition == "ubuntu" else "unknown"
 
 
-def scroll_gesture(
-    point: tuple[float, float], amount: tuple[float, float], unit: float
-) -> tuple[tuple[float, float, float, float], str]:
-    """(params, view direction) for a wheel at `point`; pyautogui signs (positive: view up / right)."""
-    h, v = amount
-    x, y = point
-    if abs(v) >= abs(h):
-        direction = "up" if v > 0 else "down"
-        return (x, y, x, min(1.0, max(0.0, y + v * unit))), direction
-    direction = "right" if h > 0 else "left"
-    return (x, y, min(1.0, max(0.0, x - h * unit)), y), direction
-
-
 def _to_step(
     a: Action,
     pointer: tuple[float, float],
@@ -144,16 +132,9 @@ def _to_step(
     if a.kind == "drag":
         return step(ActionType.DRAG, (*a.point, *a.end), SPAN_MASK)  # type: ignore[misc]
     if a.kind == "scroll":
-        params, direction = scroll_gesture(a.point or pointer, a.amount, SCROLL_UNIT.get(os_name, 0.05))
-        if params[:2] == params[2:]:
-            return step(
-                ActionType.SCROLL,
-                (),
-                NO_MASK,
-                ungrounded="gesture_outside_frame",
-                desc=f"scroll({direction})",
-            )
-        return step(ActionType.SCROLL, params, SPAN_MASK)
+        unit = SCROLL_UNIT.get(os_name, 0.05)
+        h, v = a.amount  # pyautogui: a positive scroll moves the view up, a positive hscroll right
+        return wheel_step(step, a.point or pointer, (h, -v), (unit, unit))
     if a.kind == "type":
         return step(ActionType.TYPE, (), NO_MASK, text=a.text)
     if a.kind == "press":

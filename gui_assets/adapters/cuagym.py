@@ -57,6 +57,7 @@ from gui_assets.ir import (
     SourceRef,
     UngroundedReason,
     step_builder,
+    wheel_step,
 )
 from gui_assets.mirror import RawInputError, RawPartition
 from gui_assets.stats import BuildStats
@@ -319,14 +320,10 @@ def _step(
             or amount <= 0
         ):
             raise _Bad(DropReason.MALFORMED_RECORD)
-        x, y = _coord(a.get("coordinate")) or pointer
-        d = amount * SCROLL_UNIT
-        # the content travels opposite to the view
-        end = {"down": (x, y - d), "up": (x, y + d), "right": (x - d, y), "left": (x + d, y)}[direction]
-        end = (min(max(end[0], 0.0), 1.0), min(max(end[1], 0.0), 1.0))
-        if end == (x, y):
-            return make(ActionType.SCROLL, desc=f"scroll({direction})", ungrounded="gesture_outside_frame")
-        return make(ActionType.SCROLL, (x, y, *end), SPAN_MASK)
+        view = {"down": (0, amount), "up": (0, -amount), "right": (amount, 0), "left": (-amount, 0)}[
+            direction
+        ]
+        return wheel_step(make, _coord(a.get("coordinate")) or pointer, view, (SCROLL_UNIT, SCROLL_UNIT))
     if name == "type":
         return make(ActionType.TYPE, text=str(a.get("text", "")))
     if name in ("key", "hold_key"):

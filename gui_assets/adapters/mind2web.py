@@ -57,6 +57,7 @@ from gui_assets.ir import (
     SourceRef,
     UngroundedReason,
     describe,
+    wheel_gesture,
 )
 from gui_assets.mirror import RawInputError, RawPartition
 from gui_assets.stats import BuildStats
@@ -253,7 +254,9 @@ def scroll_gesture(pointer: tuple[float, float], delta: float, vh: int) -> tuple
     moves down, clipped at the frame's top edge (the exact offset is in obs/scroll_states)."""
     x, y = pointer
     y = max(y, 1.0 / vh)  # a pointer on the very top row still shows which way the content moved
-    return (x, y, x, max(0.0, y - delta / vh))
+    params, _ = wheel_gesture((x, y), (0.0, float(delta)), (0.0, 1.0 / vh))
+    assert params is not None  # the nudge leaves at least one pixel of travel
+    return params
 
 
 def expand_action(row: _Row, config: BuildConfig, pointer: tuple[float, float]) -> list[GuiStep]:

@@ -55,6 +55,7 @@ from gui_assets.ir import (
     Observation,
     SourceRef,
     step_builder,
+    wheel_step,
 )
 from gui_assets.mirror import RawInputError, RawPartition
 from gui_assets.stats import BuildStats
@@ -380,11 +381,5 @@ def _step(
             raise _Bad("empty_scroll")
         xy = _xy(e)
         x, y = norm(xy) if xy else pointer
-        if abs(dy) >= abs(dx):
-            end, view = (x, min(max(y - dy / h, 0.0), 1.0)), ("down" if dy > 0 else "up")
-        else:
-            end, view = (min(max(x - dx / w, 0.0), 1.0), y), ("right" if dx > 0 else "left")
-        if end == (x, y):
-            return make(ActionType.SCROLL, desc=f"scroll({view})", ungrounded="gesture_outside_frame")
-        return make(ActionType.SCROLL, (x, y, *end), SPAN_MASK)
+        return wheel_step(make, (x, y), (dx, dy), (1 / w, 1 / h))
     raise _Bad(DropReason.UNKNOWN_ACTION_VERB)

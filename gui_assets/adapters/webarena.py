@@ -54,6 +54,7 @@ from gui_assets.ir import (
     SourceRef,
     UngroundedReason,
     step_builder,
+    wheel_step,
 )
 from gui_assets.mirror import RawInputError, RawPartition
 from gui_assets.stats import BuildStats
@@ -270,13 +271,7 @@ def _step(
         start = mouse.get(call.page or "")
         at_pointer = _norm(start, sx, sy, w, h) if start else None
         x, y = at_pointer or SCREEN_CENTRE  # the wheel turns where the pointer is
-        if abs(dy) >= abs(dx):
-            end, view = (x, min(max(y - dy * sy / h, 0.0), 1.0)), ("down" if dy > 0 else "up")
-        else:
-            end, view = (min(max(x - dx * sx / w, 0.0), 1.0), y), ("right" if dx > 0 else "left")
-        if end == (x, y):
-            return make(ActionType.SCROLL, desc=f"scroll({view})", ungrounded="gesture_outside_frame")
-        return make(ActionType.SCROLL, (x, y, *end), SPAN_MASK)
+        return wheel_step(make, (x, y), (dx, dy), (sx / w, sy / h))
     # dragAndDrop: the trace records the source point; the target point comes in its params
     target = p.get("targetPosition") if isinstance(p.get("targetPosition"), dict) else None
     if point is None or target is None:

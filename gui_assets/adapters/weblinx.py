@@ -49,7 +49,6 @@ from gui_assets.episode_store import ImageStore
 from gui_assets.images import ImageError, inspect
 from gui_assets.ir import (
     POINT_MASK,
-    SPAN_MASK,
     ActionType,
     DropReason,
     GuiEpisode,
@@ -58,6 +57,7 @@ from gui_assets.ir import (
     SourceRef,
     UngroundedReason,
     step_builder,
+    wheel_step,
 )
 from gui_assets.mirror import RawInputError, RawPartition
 from gui_assets.stats import BuildStats
@@ -376,11 +376,4 @@ def _scroll(
     x, y = (
         (min(max(mouse[0] * sx / w, 0.0), 1.0), min(max(mouse[1] * sy / h, 0.0), 1.0)) if mouse else pointer
     )
-    # The content travels opposite to the view: a view moving down drags the content up.
-    if abs(dy) >= abs(dx):
-        end, direction = (x, min(max(y - dy * sy / h, 0.0), 1.0)), ("down" if dy > 0 else "up")
-    else:
-        end, direction = (min(max(x - dx * sx / w, 0.0), 1.0), y), ("right" if dx > 0 else "left")
-    if end == (x, y):
-        return make(ActionType.SCROLL, desc=f"scroll({direction})", ungrounded="gesture_outside_frame")
-    return make(ActionType.SCROLL, (x, y, *end), SPAN_MASK)
+    return wheel_step(make, (x, y), (dx, dy), (sx / w, sy / h))
