@@ -32,7 +32,6 @@ from gui_assets import (
     stats,
     version,
 )
-from gui_assets.atomic import sha256_file
 from gui_assets.defs.checks import build_source_checks
 from gui_assets.defs.partitions import source_partitions
 from gui_assets.defs.resources import BuildSettings, GuiAssetsPaths, HubResource
@@ -50,10 +49,6 @@ def code_version(*modules: ModuleType) -> str:
         h.update(m.__name__.encode())
         h.update(Path(m.__file__ or "").read_bytes())
     return h.hexdigest()[:16]
-
-
-def _shas(files: list[tuple[str, Path]]) -> list[tuple[str, str]]:
-    return [(p, sha256_file(local)) for p, local in files]
 
 
 def _digest(obj: Any) -> str:
@@ -280,7 +275,7 @@ def build_source_defs(spec: SourceSpec) -> dg.Definitions:
             raise _fail(e) from None
         return dg.MaterializeResult(
             metadata={**result.to_dict(), "directory": directory},
-            data_version=dg.DataVersion(_digest(sorted((p, sha) for p, sha in _shas(files)))),
+            data_version=dg.DataVersion(_digest(sorted(result.digests.items()))),
         )
 
     with warnings.catch_warnings():

@@ -40,18 +40,18 @@ def git_blob_sha1(path: Path) -> str:
 class Target(Protocol):
     name: str
 
-    def holds(self) -> dict[str, tuple[str, str]]:
-        """repo path -> (kind, digest), kind 'sha256' or 'git-sha1'."""
+    def holds(self, paths: set[str]) -> dict[str, tuple[str, str]]:
+        """repo path -> (kind, digest) of those of `paths` the repo holds; kind 'sha256' or 'git-sha1'."""
         ...
 
     def send(self, batch: list[tuple[str, Path]], message: str) -> None: ...
 
 
-def _same(local: Path, held: tuple[str, str] | None) -> bool:
+def _same(local: Path, sha256: str, held: tuple[str, str] | None) -> bool:
     if held is None:
         return False
     kind, digest = held
-    return (sha256_file(local) if kind == "sha256" else git_blob_sha1(local)) == digest
+    return (sha256 if kind == "sha256" else git_blob_sha1(local)) == digest
 
 
 @dataclass
@@ -63,14 +63,9 @@ class LocalHubTarget:
     fail_after: int | None = None  # tests: files sent before a simulated dropped connection
     _sent: int = field(default=0, repr=False)
 
-    def holds(self) -> dict[str, tuple[str, str]]:
-        if not self.root.is_dir():
-            return {}
-        return {
-            p.relative_to(self.root).as_posix(): ("sha256", sha256_file(p))
-            for p in self.root.rglob("*")
-            if p.is_file() and not p.name.startswith(".")
-        }
+    def holds(self, paths: set[str]) -> dict[str, tuple[str, str]]:
+        # Only the paths asked about: the folder may hold the whole dataset.
+        return {p: ("sha256", sha256_file(self.root / p)) for p in sorted(paths) if (self.root / p).is_file()}
 
     def send(self, batch: list[tuple[str, Path]], message: str) -> None:
         for repo_path, local in batch:
@@ -92,13 +87,15 @@ class HfHubTarget:
         self.api = api or HfApi(token=token, endpoint=endpoint)
         self._created = False
 
-    def holds(self) -> dict[str, tuple[str, str]]:
+    def holds(self, paths: set[str]) -> dict[str, tuple[str, str]]:
         from huggingface_hub.errors import RepositoryNotFoundError
 
         try:
             entries = self.api.list_repo_tree(self.repo_id, repo_type="dataset", recursive=True)
             out = {}
             for e in entries:
+                if e.path not in paths:
+                    continue
                 lfs = getattr(e, "lfs", None)
                 if lfs is not None:
                     out[e.path] = ("sha256", lfs.sha256)
@@ -125,6 +122,7 @@ class UploadResult:
     skipped: list[str]
     batches: int
     retries: int
+    digests: dict[str, str]  # repo path -> sha256 of the local file, computed once
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -173,8 +171,10 @@ def upload(
     sleep: Callable[[float], None] = time.sleep,
 ) -> UploadResult:
     """Send `(path in repo, local file)` pairs the target does not hold with the same content."""
-    held = target.holds()
-    todo = [(p, local) for p, local in sorted(files) if not _same(local, held.get(p))]
+    digests = {p: sha256_file(local) for p, local in files}  # each file read once for its hash
+    wanted = set(digests)
+    held = target.holds(wanted)
+    todo = [(p, local) for p, local in sorted(files) if not _same(local, digests[p], held.get(p))]
     skipped = sorted(p for p, _ in files if p not in {q for q, _ in todo})
     done: list[str] = []
     used = batches = 0
@@ -196,9 +196,9 @@ def upload(
                         f"upload batch to {target.name} failed ({type(e).__name__}); retry {attempt + 1}"
                     )
                 sleep(backoff * 2**attempt)
-                now = target.holds()  # a batch cut short may have landed in part: send only the rest
-                batch = [(p, local) for p, local in batch if not _same(local, now.get(p))] or batch[:0]
+                now = target.holds({p for p, _ in batch})  # a batch cut short may have landed in part
+                batch = [(p, local) for p, local in batch if not _same(local, digests[p], now.get(p))]
                 if not batch:
                     break
         done += [p for p, _ in batch]
-    return UploadResult(target.name, done, skipped, batches, used)
+    return UploadResult(target.name, done, skipped, batches, used, digests)

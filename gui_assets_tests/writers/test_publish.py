@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from gui_assets.adapters import cuagym
+from gui_assets.atomic import sha256_file
 from gui_assets.config import BuildConfig
 from gui_assets.episode_store import ImageStore, iter_episodes
 from gui_assets.images import decode_rgb
@@ -88,6 +89,10 @@ def test_an_interrupted_upload_resumes_without_resending_finished_files(built, t
     assert again.uploaded == [] and len(again.skipped) == len(files)
     for repo_path, local in files:
         assert (tmp_path / "hub" / repo_path).read_bytes() == local.read_bytes()
+    # the target answers for the paths asked about only: a partition's upload never hashes the rest
+    asked = {files[0][0], "not/there.hdf5"}
+    assert set(hub.LocalHubTarget(tmp_path / "hub").holds(asked)) == {files[0][0]}
+    assert again.digests == {p: sha256_file(local) for p, local in files}
 
 
 class FakeHubApi:
@@ -101,7 +106,7 @@ class FakeHubApi:
         self.fail_commits = fail_commits
         self.error = HfHubHTTPError
 
-    def list_repo_tree(self, repo_id, repo_type, recursive):
+    def list_repo_tree(self, repo_id, repo_type, recursive):  # the whole repo, as the hub answers
         from types import SimpleNamespace
 
         return [
