@@ -12,6 +12,7 @@ reads only the sampled frames. Directories never built are simply absent.
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import random
 from pathlib import Path
@@ -103,25 +104,26 @@ def write_preview(out: Path, count: int = DEFAULT_COUNT, seed: int = DEFAULT_SEE
                     index += [(shard.file, name, t) for t in range(int(f["data"][name].attrs["num_samples"]))]
         picked = sorted(rng.sample(index, quota))
         per_directory[info.directory] = quota
-        for shard_file, name, t in picked:
+        for shard_file, group in itertools.groupby(picked, key=lambda pick: pick[0]):  # one open per shard
             with h5py.File(out / info.directory / shard_file, "r") as f:
-                d = f["data"][name]
-                rows.append(
-                    {
-                        "frame": {"bytes": _jpeg(d["obs/agentview_rgb"][t], FRAME_WIDTH), "path": None},
-                        "eye_in_hand": {"bytes": _jpeg(d["obs/eye_in_hand_rgb"][t]), "path": None},
-                        "directory": info.directory,
-                        "episode_id": _text(d.attrs["episode_id"]),
-                        "step": t,
-                        "num_steps": int(d.attrs["num_samples"]),
-                        "instruction": _text(d.attrs["language_instruction"]),
-                        "action_type": ACTION_TYPE_NAMES[int(d["action_type"][t])],
-                        "action_params": [float(v) for v in d["action_params"][t]],
-                        "action_mask": [float(v) for v in d["action_mask"][t]],
-                        "action_text": _text(d["action_text"][t]),
-                        "action_desc": _text(d["action_desc"][t]),
-                    }
-                )
+                for _, name, t in group:
+                    d = f["data"][name]
+                    rows.append(
+                        {
+                            "frame": {"bytes": _jpeg(d["obs/agentview_rgb"][t], FRAME_WIDTH), "path": None},
+                            "eye_in_hand": {"bytes": _jpeg(d["obs/eye_in_hand_rgb"][t]), "path": None},
+                            "directory": info.directory,
+                            "episode_id": _text(d.attrs["episode_id"]),
+                            "step": t,
+                            "num_steps": int(d.attrs["num_samples"]),
+                            "instruction": _text(d.attrs["language_instruction"]),
+                            "action_type": ACTION_TYPE_NAMES[int(d["action_type"][t])],
+                            "action_params": [float(v) for v in d["action_params"][t]],
+                            "action_mask": [float(v) for v in d["action_mask"][t]],
+                            "action_text": _text(d["action_text"][t]),
+                            "action_desc": _text(d["action_desc"][t]),
+                        }
+                    )
     table = pa.Table.from_pylist(rows, schema=SCHEMA).replace_schema_metadata(
         {"huggingface": json.dumps({"info": {"features": FEATURES}})}
     )
