@@ -2,16 +2,31 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import importlib.util
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 DEFAULT_SHARD_CAP_BYTES = 500 * 1000 * 1000
+FRAME_CODECS = ("isal", "gzip")
+
+
+def deflate_available() -> bool:
+    """ISA-L's igzip (the `isal` package) is importable."""
+    return importlib.util.find_spec("isal") is not None
+
+
+def default_frame_codec() -> str:
+    return "isal" if deflate_available() else "gzip"
 
 
 @dataclass(frozen=True, slots=True)
 class BuildConfig:
     shard_cap_bytes: int = DEFAULT_SHARD_CAP_BYTES
-    # gzip is a built-in HDF5 filter: every LIBERO/robomimic loader reads it without plugins.
+    # Frames are always stored behind HDF5's built-in gzip filter, which every LIBERO/robomimic
+    # loader reads without plugins. "isal": deflated by ISA-L outside HDF5 at isal_level (0-3)
+    # and written with write_direct_chunk; "gzip": h5py's own filter at gzip_level.
+    frame_codec: str = field(default_factory=default_frame_codec)
+    isal_level: int = 2
     gzip_level: int = 4
     # Mind2Web: the capture viewport and the wheel step used to reach targets below the fold.
     viewport_width: int = 1280
@@ -27,6 +42,12 @@ class BuildConfig:
             raise ValueError("shard_cap_bytes must be positive")
         if not 0 <= self.gzip_level <= 9:
             raise ValueError("gzip_level must be 0..9")
+        if self.frame_codec not in FRAME_CODECS:
+            raise ValueError(f"frame_codec must be one of {FRAME_CODECS}, not {self.frame_codec!r}")
+        if self.frame_codec == "isal" and not deflate_available():
+            raise ValueError("frame_codec 'isal' needs the isal package (pip install isal)")
+        if not 0 <= self.isal_level <= 3:
+            raise ValueError("isal_level must be 0..3")
         if not 0 < self.scroll_step_fraction <= 1:
             raise ValueError("scroll_step_fraction must be in (0, 1]")
         if not 0 <= self.scroll_bottom_margin < 1 - self.scroll_step_fraction + 1e-9:

@@ -16,7 +16,9 @@ import hashlib
 import json
 import os
 import shutil
+import threading
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -79,22 +81,68 @@ _ROW_GROUP_STEPS = 2048
 
 
 class ImageStore:
-    """Content-addressed original screenshot bytes: <root>/<sha[:2]>/<sha>.<ext>."""
+    """Content-addressed original screenshot bytes: <root>/<sha[:2]>/<sha>.<ext>.
 
-    def __init__(self, root: Path) -> None:
+    With `writers` > 0, `put` hands the (atomic, fsynced) file write to that many background
+    threads, so an adapter keeps parsing while the disk works; at most `max_pending` writes
+    wait at once. `flush()` waits for them and raises the first failure (a full disk, say):
+    call it before publishing anything that names these images.
+    """
+
+    def __init__(self, root: Path, writers: int = 0, max_pending: int = 64) -> None:
         self.root = root
+        self._pool = ThreadPoolExecutor(writers, thread_name_prefix="gui-assets-images") if writers else None
+        self._pending: dict[str, Future[None]] = {}
+        self._slots = threading.BoundedSemaphore(max_pending)
 
     def path(self, sha256: str, ext: str) -> Path:
         return self.root / sha256[:2] / f"{sha256}.{ext}"
 
     def put(self, data: bytes, ext: str) -> str:
         sha = hashlib.sha256(data).hexdigest()
+        if sha in self._pending:
+            return sha
         p = self.path(sha, ext)
-        if not p.exists():
+        if p.exists():
+            return sha
+        if self._pool is None:
             atomic_write_bytes(p, data)
+            return sha
+        self._slots.acquire()
+        fut = self._pool.submit(atomic_write_bytes, p, data)
+        fut.add_done_callback(lambda _: self._slots.release())
+        self._pending[sha] = fut
+        if len(self._pending) > 4 * 64:
+            self._reap()
         return sha
 
+    def _reap(self) -> None:
+        for sha in [s for s, f in self._pending.items() if f.done()]:
+            self._pending.pop(sha).result()  # a failed write raises here, early
+
+    def flush(self) -> None:
+        """Wait for every background write; raise the first one that failed."""
+        pending, self._pending = self._pending, {}
+        errors = [f.exception() for f in pending.values()]
+        for e in errors:
+            if e is not None:
+                raise e
+
+    def close(self) -> None:
+        try:
+            self.flush()
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown(wait=True)
+
+    def close_quietly(self) -> None:
+        """Stop after a failure elsewhere: wait for the writes, keep the original error."""
+        with contextlib.suppress(Exception):
+            self.close()
+
     def get(self, sha256: str, ext: str) -> bytes:
+        if sha256 in self._pending:
+            self._pending.pop(sha256).result()
         return self.path(sha256, ext).read_bytes()
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import struct
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -12,6 +13,11 @@ import numpy as np
 from PIL import Image, UnidentifiedImageError
 
 from gui_assets.ir import DropReason
+
+try:  # libspng through imagecodecs: about 2x Pillow's PNG decode, and it releases the GIL
+    from imagecodecs import spng_decode as _spng_decode
+except ImportError:  # pragma: no cover - the Pillow path below decodes the same pixels
+    _spng_decode = None
 
 # Formats a screenshot may arrive in, by magic bytes; the writer decodes only these.
 _MAGIC: tuple[tuple[bytes, str], ...] = (
@@ -82,8 +88,29 @@ def inspect(data: bytes) -> ImageHeader:
     return ImageHeader(ext=ext, width=width, height=height)
 
 
+def _png_fast_path(data: bytes) -> bool:
+    """An 8-bit, non-interlaced RGB or RGBA PNG within the pixel limit: what screenshots are.
+
+    Anything else (palette, grey, 16-bit, Adam7) takes Pillow's path, whose conversions define
+    the pixels; for these two layouts both decoders give the same bytes (tested).
+    """
+    if _spng_decode is None or len(data) < 33 or not data.startswith(b"\x89PNG\r\n\x1a\n"):
+        return False
+    if data[12:16] != b"IHDR":
+        return False
+    width, height, depth, colour, _, _, interlace = struct.unpack(">IIBBBBB", data[16:29])
+    return depth == 8 and colour in (2, 6) and interlace == 0 and 0 < width * height <= MAX_PIXELS
+
+
 def decode_rgb(data: bytes) -> np.ndarray:
     """Decode to an (H, W, 3) uint8 array. Raises ImageError on bytes that will not decode."""
+    if _png_fast_path(data):
+        try:
+            arr = _spng_decode(data)
+        except Exception:
+            arr = None
+        if arr is not None and arr.dtype == np.uint8 and arr.ndim == 3 and arr.shape[2] in (3, 4):
+            return arr if arr.shape[2] == 3 else np.ascontiguousarray(arr[..., :3])
     try:
         with _our_pixel_limit(), Image.open(io.BytesIO(data)) as im:
             im.load()

@@ -31,7 +31,7 @@ from gui_assets.sources import SourceSpec
 from gui_assets.splits import MAIN, VAL
 from gui_assets.stats import BuildStats
 from gui_assets.version import GUI_ASSETS_VERSION
-from gui_assets.writers.libero_hdf5 import LiberoShardWriter, sweep_directory
+from gui_assets.writers.libero_hdf5 import FrameEncoder, LiberoShardWriter, plan_episode, sweep_directory
 
 
 class EmptyPartitionError(Exception):
@@ -86,15 +86,17 @@ def fetch_raw(spec: SourceSpec, key: str, layout: OutLayout, raw: RawSettings) -
 def build_episodes(spec: SourceSpec, key: str, layout: OutLayout, config: BuildConfig) -> BuildStats:
     directory = spec.directory(key)
     raw = RawPartition.read(layout.raw_manifest(directory))
-    store = ImageStore(layout.image_store)
+    store = ImageStore(layout.image_store, writers=2)  # file writes overlap the parsing
     stats = BuildStats()
     writer = EpisodeWriter(layout.episodes(directory))
     try:
         for episode in spec.adapter(raw, store, stats, config):
             stats.count_episode(episode)
             writer.add(episode)
+        store.close()  # every image is on disk before the IR that names them is published
     except BaseException:
         writer.abort()
+        store.close_quietly()
         raise
     if stats.episodes_out == 0:
         writer.abort()
@@ -148,7 +150,9 @@ def read_splits(layout: OutLayout, directory: str) -> dict[str, str]:
     return dict(zip(table["episode_id"].to_pylist(), table["part"].to_pylist(), strict=True))
 
 
-def write_shards(spec: SourceSpec, key: str, layout: OutLayout, config: BuildConfig) -> dict[str, Any]:
+def write_shards(
+    spec: SourceSpec, key: str, layout: OutLayout, config: BuildConfig, threads: int | None = None
+) -> dict[str, Any]:
     """Write the main (and, where the split rule makes one, val) shard series."""
     directory = spec.directory(key)
     parts = read_splits(layout, directory)
@@ -156,12 +160,14 @@ def write_shards(spec: SourceSpec, key: str, layout: OutLayout, config: BuildCon
     out_dir = layout.directory(directory)
     sweep_directory(out_dir)
     writers = {
-        MAIN: LiberoShardWriter(out_dir, directory, spec.name, store, config),
-        VAL: LiberoShardWriter(out_dir, directory, spec.name, store, config, val=True),
+        MAIN: LiberoShardWriter(out_dir, directory, spec.name, config),
+        VAL: LiberoShardWriter(out_dir, directory, spec.name, config, val=True),
     }
+    plans = (plan_episode(ep) for ep in iter_episodes(layout.episodes(directory)))
     try:
-        for episode in iter_episodes(layout.episodes(directory)):
-            writers[parts[episode.episode_id]].add_episode(episode)
+        with FrameEncoder(store, config, threads) as encoder:
+            for plan, chunks in encoder.episodes(plans):
+                writers[parts[plan.episode.episode_id]].add_episode(plan, chunks)
     except BaseException:
         for w in writers.values():
             w.abort()

@@ -190,7 +190,7 @@ def build_source_defs(spec: SourceSpec) -> dg.Definitions:
         key = context.partition_key
         out = OutLayout(paths.out_dir())
         try:
-            manifest = pipeline.write_shards(spec, key, out, build.config())
+            manifest = pipeline.write_shards(spec, key, out, build.config(), build.threads())
         except pipeline.EmptyPartitionError as e:
             raise _fail(e) from None
         shards = manifest["shards"] + manifest["val_shards"]

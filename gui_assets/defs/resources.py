@@ -13,7 +13,7 @@ from typing import Any
 import dagster as dg
 
 from gui_assets.alerts import Alert, Delivery, deliver
-from gui_assets.config import DEFAULT_SHARD_CAP_BYTES, BuildConfig
+from gui_assets.config import DEFAULT_SHARD_CAP_BYTES, BuildConfig, default_frame_codec
 from gui_assets.demo import ensure_demo_mirror
 from gui_assets.layout import WORK_DIR
 from gui_assets.pipeline import RawSettings
@@ -90,17 +90,29 @@ class BuildSettings(dg.ConfigurableResource):
     """The knobs that change output bytes (recorded in dataset_info.json build.config)."""
 
     shard_cap_mb: float = DEFAULT_SHARD_CAP_BYTES / 1e6
+    # "isal" (ISA-L deflate + direct chunk writes; the default when isal is installed) or
+    # "gzip" (h5py's filter). Both are plain gzip datasets to a reader.
+    frame_codec: str | None = None
+    isal_level: int = 2
     gzip_level: int = 4
     pango_hover: bool = False
     preview_count: int = 665
     preview_seed: int = 0
+    # Threads that decode and deflate frames in a shard-writing step (not an output knob);
+    # GUI_ASSETS_WRITE_THREADS, else the CPUs this process may use.
+    write_threads: int | None = None
 
     def config(self) -> BuildConfig:
         return BuildConfig(
             shard_cap_bytes=int(self.shard_cap_mb * 1e6),
+            frame_codec=self.frame_codec or default_frame_codec(),
+            isal_level=self.isal_level,
             gzip_level=self.gzip_level,
             pango_hover=self.pango_hover,
         )
+
+    def threads(self) -> int | None:
+        return self.write_threads or int(os.environ.get("GUI_ASSETS_WRITE_THREADS") or 0) or None
 
 
 class AlertsResource(dg.ConfigurableResource):

@@ -65,11 +65,11 @@ def render_page(seed: int, width: int, height: int, widgets: list[Widget], site:
             y += bh + 10
         y += 36
     for w in widgets:
-        _draw_widget(d, w)
+        draw_widget(d, w)
     return im
 
 
-def _draw_widget(d: ImageDraw.ImageDraw, w: Widget) -> None:
+def draw_widget(d: ImageDraw.ImageDraw, w: Widget) -> None:
     box = [w.x, w.y, w.x + w.w, w.y + w.h]
     font = _font(max(12, min(22, int(w.h * 0.45))))
     if w.kind == "button":

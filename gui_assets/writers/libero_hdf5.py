@@ -20,7 +20,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections import OrderedDict
+from collections import deque
+from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -75,25 +77,6 @@ class WriterStats:
     build_stats: BuildStats = field(default_factory=BuildStats)
 
 
-class _FrameCache:
-    """Decoded screenshots by sha256; a page viewed by several SCROLL steps is decoded once."""
-
-    def __init__(self, images: ImageStore, capacity: int = 2) -> None:
-        self.images = images
-        self.capacity = capacity
-        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
-
-    def get(self, sha: str, ext: str) -> np.ndarray:
-        if sha in self._cache:
-            self._cache.move_to_end(sha)
-            return self._cache[sha]
-        arr = decode_rgb(self.images.get(sha, ext))
-        self._cache[sha] = arr
-        while len(self._cache) > self.capacity:
-            self._cache.popitem(last=False)
-        return arr
-
-
 def _window(page: np.ndarray, left: int, top: int, width: int, height: int) -> np.ndarray:
     frame = page[top : top + height, left : left + width]
     if frame.shape[0] != height or frame.shape[1] != width:
@@ -110,6 +93,211 @@ def _eye_crop(frame: np.ndarray, x0: int, y0: int) -> np.ndarray:
     return crop
 
 
+@dataclass(frozen=True, slots=True)
+class StepPixels:
+    """What a worker needs to make one step's chunks; all geometry is settled beforehand."""
+
+    left: int
+    top: int
+    width: int
+    height: int
+    out_h: int  # the demo's frame size; a step of another size is resized to it
+    out_w: int
+    eye_x0: int
+    eye_y0: int
+
+
+@dataclass(frozen=True, slots=True)
+class PixelRun:
+    """Consecutive steps over one stored image (a page and its SCROLL views): decoded once."""
+
+    sha: str
+    ext: str
+    steps: tuple[StepPixels, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodePlan:
+    """An episode with its causal cursor and eye windows worked out: no pixels needed."""
+
+    episode: GuiEpisode
+    frame_hw: tuple[int, int]
+    cursors: tuple[tuple[float, float], ...]
+    rects: tuple[tuple[float, float, float, float], ...]
+    native_hw: tuple[tuple[int, int], ...]
+    runs: tuple[PixelRun, ...]
+
+
+def plan_episode(ep: GuiEpisode) -> EpisodePlan:
+    if not ep.steps:
+        raise ValueError(f"{ep.episode_id}: an episode with no steps reached the writer")
+    first = ep.steps[0].observation
+    H, W = first.height, first.width
+    cursors, rects, native, runs = [], [], [], []
+    run_steps: list[StepPixels] = []
+    run_key: tuple[str, str] | None = None
+    cursor = SCREEN_CENTRE
+    for step in ep.steps:
+        o = step.observation
+        x0, y0 = eye_window(cursor, o.width, o.height)
+        cursors.append(cursor)
+        rects.append(eye_rect(x0, y0, o.width, o.height))
+        native.append((o.height, o.width))
+        if run_key != (o.image_sha256, o.image_ext) and run_steps:
+            runs.append(PixelRun(run_key[0], run_key[1], tuple(run_steps)))  # type: ignore[index]
+            run_steps = []
+        run_key = (o.image_sha256, o.image_ext)
+        run_steps.append(StepPixels(o.left, o.top, o.width, o.height, H, W, x0, y0))
+        # The next cursor comes from the params as stored (float32), so a reader of the shard
+        # derives exactly this eye_rect: a window edge on a half pixel must round the same way.
+        stored = tuple(float(v) for v in np.asarray(step.params, dtype=np.float32))
+        cursor = next_cursor(cursor, step.action_type, stored, step.grounded)
+    runs.append(PixelRun(run_key[0], run_key[1], tuple(run_steps)))  # type: ignore[index]
+    return EpisodePlan(ep, (H, W), tuple(cursors), tuple(rects), tuple(native), tuple(runs))
+
+
+# Per step, (agentview, eye_in_hand): deflated chunks (bytes) for direct writes, or the pixel
+# arrays for h5py's filter.
+StepChunks = tuple[bytes | np.ndarray, bytes | np.ndarray]
+
+
+def default_threads() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+class EpisodeChunks:
+    """One episode's step chunks, in order, as the encoder finishes them.
+
+    Iterating raises ImageError at the first step whose image would not decode; `skip()`
+    discards whatever the consumer did not take, so the stream stays aligned.
+    """
+
+    def __init__(self, stream: Iterator[tuple[bool, list[StepChunks] | ImageError]]) -> None:
+        self._stream = stream
+        self._done = False
+
+    def __iter__(self) -> Iterator[StepChunks]:
+        while not self._done:
+            last, result = next(self._stream)
+            self._done = last
+            if isinstance(result, ImageError):
+                self.skip()
+                raise result
+            yield from result
+
+    def skip(self) -> None:
+        while not self._done:
+            self._done, _ = next(self._stream)
+
+
+class FrameEncoder:
+    """Decodes, crops and deflates steps on a thread pool; results come back in order.
+
+    At most `window` runs are in flight, so memory is bounded by the threads' decoded pages
+    plus a window of finished chunks, whatever the episode or shard size.
+    """
+
+    def __init__(self, images: ImageStore, config: BuildConfig, threads: int | None = None) -> None:
+        self.images = images
+        self.direct = config.frame_codec == "isal"
+        self.level = config.isal_level
+        self.threads = threads or default_threads()
+        self.window = 2 * self.threads + 2
+        self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="gui-assets-frames")
+
+    def _deflate(self, a: np.ndarray) -> bytes:
+        from isal import isal_zlib  # imported where used: the gzip fallback must not need it
+
+        return isal_zlib.compress(memoryview(np.ascontiguousarray(a)).cast("B"), self.level)
+
+    def _encode(self, run: PixelRun) -> list[StepChunks] | ImageError:
+        try:
+            page = decode_rgb(self.images.get(run.sha, run.ext))
+            out: list[StepChunks] = []
+            for s in run.steps:
+                frame = _window(page, s.left, s.top, s.width, s.height)
+                eye = _eye_crop(frame, s.eye_x0, s.eye_y0)
+                if frame.shape[:2] != (s.out_h, s.out_w):  # normalized coordinates survive the resize
+                    frame = np.asarray(
+                        Image.fromarray(frame).resize((s.out_w, s.out_h), Image.Resampling.BILINEAR)
+                    )
+                if self.direct:
+                    out.append((self._deflate(frame), self._deflate(eye)))
+                else:
+                    out.append((np.ascontiguousarray(frame), np.ascontiguousarray(eye)))
+            return out
+        except ImageError as e:
+            return e
+        except FileNotFoundError as e:
+            return ImageError(DropReason.UNDECODABLE_IMAGE, f"image missing from the store: {e.filename}")
+
+    def episodes(self, plans: Iterable[EpisodePlan]) -> Iterator[tuple[EpisodePlan, EpisodeChunks]]:
+        """(plan, its chunks) per plan, in order; later episodes are encoded ahead."""
+        order: deque[EpisodePlan] = deque()
+        flat = self._flat(plans, order)
+        while True:
+            try:
+                first = next(flat)
+            except StopIteration:
+                return
+            plan = order.popleft()
+            chunks = EpisodeChunks(_prepend(first, flat))
+            yield plan, chunks
+            chunks.skip()
+
+    def _flat(
+        self, plans: Iterable[EpisodePlan], order: deque[EpisodePlan]
+    ) -> Iterator[tuple[bool, list[StepChunks] | ImageError]]:
+        def runs() -> Iterator[tuple[bool, PixelRun]]:
+            for plan in plans:
+                order.append(plan)
+                for i, run in enumerate(plan.runs):
+                    yield i == len(plan.runs) - 1, run
+
+        source = runs()
+        futures: deque[tuple[bool, Future[list[StepChunks] | ImageError]]] = deque()
+
+        def top_up() -> None:
+            while len(futures) < self.window:
+                nxt = next(source, None)
+                if nxt is None:
+                    return
+                futures.append((nxt[0], self._pool.submit(self._encode, nxt[1])))
+
+        try:
+            top_up()
+            while futures:
+                last, fut = futures.popleft()
+                result = fut.result()
+                top_up()
+                yield last, result
+        finally:
+            for _, fut in futures:
+                fut.cancel()
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def __enter__(self) -> FrameEncoder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _prepend(first: tuple[bool, Any], rest: Iterator[tuple[bool, Any]]) -> Iterator[tuple[bool, Any]]:
+    yield first
+    if first[0]:
+        return
+    for item in rest:
+        yield item
+        if item[0]:
+            return
+
+
 def sweep_directory(out_dir: Path) -> None:
     """Remove what a killed build left in a shard directory (temp files, staging folders).
 
@@ -122,14 +310,16 @@ def sweep_directory(out_dir: Path) -> None:
 
 
 class LiberoShardWriter:
-    """open -> add_episode()* -> close() -> list[ShardEntry]."""
+    """open -> add_episode(plan, chunks)* -> close() -> list[ShardEntry].
+
+    `write_episodes` drives it from plain episodes with its own FrameEncoder.
+    """
 
     def __init__(
         self,
         out_dir: Path,
         directory: str,
         source: str,
-        images: ImageStore,
         config: BuildConfig,
         *,
         val: bool = False,
@@ -139,7 +329,7 @@ class LiberoShardWriter:
         self.source = source
         self.config = config
         self.val = val
-        self.frames = _FrameCache(images)
+        self.direct = config.frame_codec == "isal"
         self.stats = WriterStats()
         out_dir.mkdir(parents=True, exist_ok=True)
         self.staging = out_dir / f".staging-{'val-' if val else ''}{os.getpid()}"
@@ -204,8 +394,9 @@ class LiberoShardWriter:
 
     # --- episodes --------------------------------------------------------------------------
 
-    def add_episode(self, episode: GuiEpisode) -> bool:
+    def add_episode(self, plan: EpisodePlan, chunks: Iterable[StepChunks]) -> bool:
         """Write one episode as the next demo_i; False when it was dropped (counted)."""
+        episode = plan.episode
         if self._closed:
             raise RuntimeError("writer is closed")
         if not episode.steps:
@@ -219,7 +410,7 @@ class LiberoShardWriter:
         before = self._current_bytes()
         name = f"demo_{self._demos}"
         try:
-            pointer, hits = self._write_demo(self._file["data"], name, episode)
+            pointer, hits = self._write_demo(self._file["data"], name, plan, chunks)
         except ImageError as e:
             del self._file["data"][name]
             self.stats.build_stats.drop(e.reason)
@@ -236,46 +427,44 @@ class LiberoShardWriter:
         self.stats.build_stats.count_episode(episode)
         return True
 
-    def _write_demo(self, data: h5py.Group, name: str, ep: GuiEpisode) -> tuple[int, int]:
+    def _frames(self, obs: h5py.Group, name: str, shape: tuple[int, ...]) -> h5py.Dataset:
+        return obs.create_dataset(
+            name,
+            shape=shape,
+            dtype=np.uint8,
+            chunks=(1, *shape[1:]),  # one frame per chunk: a random frame read inflates one chunk
+            compression="gzip",
+            compression_opts=self.config.gzip_level,
+        )
+
+    def _write_demo(
+        self, data: h5py.Group, name: str, plan: EpisodePlan, chunks: Iterable[StepChunks]
+    ) -> tuple[int, int]:
+        ep = plan.episode
         T = len(ep.steps)
+        H, W = plan.frame_hw
         demo = data.create_group(name)
         obs = demo.create_group("obs")
         arrays: dict[str, np.ndarray] = {
             k: np.zeros((T, *shape), dtype=object if dt is STR else dt)
             for k, (shape, dt) in DEMO_DATASETS.items()
         }
-        agentview: h5py.Dataset | None = None
-        eye = obs.create_dataset(
-            "eye_in_hand_rgb",
-            shape=(T, EYE_SIZE, EYE_SIZE, 3),
-            dtype=np.uint8,
-            chunks=(1, EYE_SIZE, EYE_SIZE, 3),
-            compression="gzip",
-            compression_opts=self.config.gzip_level,
-        )
+        agentview = self._frames(obs, "agentview_rgb", (T, H, W, 3))
+        eye = self._frames(obs, "eye_in_hand_rgb", (T, EYE_SIZE, EYE_SIZE, 3))
+        t = -1
+        for t, (frame, crop) in enumerate(chunks):
+            if self.direct:
+                agentview.id.write_direct_chunk((t, 0, 0, 0), frame)
+                eye.id.write_direct_chunk((t, 0, 0, 0), crop)
+            else:
+                agentview[t] = frame
+                eye[t] = crop
+        if t != T - 1:
+            raise RuntimeError(f"{ep.episode_id}: {t + 1} frames for {T} steps")
         pointer_steps = hits = 0
-        cursor = SCREEN_CENTRE
+        a = arrays
         for t, step in enumerate(ep.steps):
-            o = step.observation
-            frame = _window(self.frames.get(o.image_sha256, o.image_ext), o.left, o.top, o.width, o.height)
-            h, w = frame.shape[:2]
-            x0, y0 = eye_window(cursor, w, h)
-            rect = eye_rect(x0, y0, w, h)
-            eye[t] = _eye_crop(frame, x0, y0)
-            if agentview is None:
-                agentview = obs.create_dataset(
-                    "agentview_rgb",
-                    shape=(T, h, w, 3),
-                    dtype=np.uint8,
-                    chunks=(1, h, w, 3),
-                    compression="gzip",
-                    compression_opts=self.config.gzip_level,
-                )
-            H, W = agentview.shape[1:3]
-            if (h, w) != (H, W):  # one H, W per demo; normalized coordinates survive the resize
-                frame = np.asarray(Image.fromarray(frame).resize((W, H), Image.Resampling.BILINEAR))
-            agentview[t] = frame
-            a = arrays
+            cursor, rect = plan.cursors[t], plan.rects[t]
             a["action_type"][t] = int(step.action_type)
             a["action_params"][t] = step.params
             a["action_mask"][t] = step.mask
@@ -293,16 +482,12 @@ class LiberoShardWriter:
             a["obs/gripper_states"][t] = cursor
             a["obs/scroll_states"][t] = step.scroll
             a["eye_rect"][t] = rect
-            a["native_hw"][t] = (h, w)
+            a["native_hw"][t] = plan.native_hw[t]
             a["step_thought"][t] = step.thought
             a["obs_stale"][t] = 1 if step.obs_stale else 0
             if step.grounded and step.action_type in POINTER_TYPES and step.action_type != ActionType.SCROLL:
                 pointer_steps += 1
                 hits += inside((step.params[0], step.params[1]), rect)
-            # The next cursor comes from the params as stored (float32), so a reader of the shard
-            # derives exactly this eye_rect: a window edge on a half pixel must round the same way.
-            stored = tuple(float(v) for v in np.asarray(step.params, dtype=np.float32))
-            cursor = next_cursor(cursor, step.action_type, stored, step.grounded)
         arrays["dones"][T - 1] = 1
         arrays["rewards"][T - 1] = 1 if ep.success else 0
         for key, arr in arrays.items():
@@ -336,6 +521,16 @@ class LiberoShardWriter:
         shutil.rmtree(self.staging, ignore_errors=True)
         self._closed = True
         return list(self._entries)
+
+    def write_episodes(
+        self, episodes: Iterable[GuiEpisode], images: ImageStore, threads: int | None = None
+    ) -> list[bool]:
+        """add_episode for each episode, with frames encoded ahead on a thread pool."""
+        with FrameEncoder(images, self.config, threads) as encoder:
+            return [
+                self.add_episode(plan, chunks)
+                for plan, chunks in encoder.episodes(plan_episode(ep) for ep in episodes)
+            ]
 
     def abort(self) -> None:
         """Drop everything written so far; the shards of an earlier build stay as they were."""

@@ -1,6 +1,8 @@
-"""Write N episodes of 1280x1080 frames into one shard and print the peak RSS (run as a process).
+"""Write N episodes of W x H frames through the shard writer and print the peak RSS (run as a process).
 
-Usage: python -m gui_assets_tests.writers.memory_probe N_EPISODES STEPS WORKDIR
+Usage: python -m gui_assets_tests.writers.memory_probe N_EPISODES STEPS WORKDIR [WIDTH HEIGHT]
+
+The parent puts the PNG pages (of that size) in WORKDIR/images; steps cycle through them.
 """
 
 from __future__ import annotations
@@ -22,27 +24,31 @@ def peak_rss_mb() -> float:
     raise RuntimeError("no VmHWM")
 
 
-def main(n: int, steps: int, work: Path) -> None:
+def main(n: int, steps: int, work: Path, width: int = 1280, height: int = 1080) -> None:
     store = ImageStore(work / "images")
     shas = sorted(p.stem for p in store.root.rglob("*.png"))  # made by the parent, 3 distinct pages
     ref = SourceRef("r", "v", "f")
-    writer = LiberoShardWriter(work / f"out{n}", "d", "test", store, BuildConfig(gzip_level=1))
+    writer = LiberoShardWriter(work / f"out{n}", "d", "test", BuildConfig())
     baseline = peak_rss_mb()
-    for e in range(n):
-        ep_steps = [
-            GuiStep(
-                ActionType.CLICK,
-                (0.1 + 0.08 * t, 0.5, 0.0, 0.0),
-                POINT_MASK,
-                "",
-                "click",
-                Observation(shas[(e + t) % len(shas)], "png", 0, 0, 1280, 1080),
-                (0.0, 0.0),
-                ref,
-            )
-            for t in range(steps)
-        ]
-        writer.add_episode(GuiEpisode(f"e{e}", "test", "i", ep_steps))
+
+    def episodes():
+        for e in range(n):
+            ep_steps = [
+                GuiStep(
+                    ActionType.CLICK,
+                    ((0.1 + 0.08 * t) % 1.0, 0.5, 0.0, 0.0),
+                    POINT_MASK,
+                    "",
+                    "click",
+                    Observation(shas[(e + t) % len(shas)], "png", 0, 0, width, height),
+                    (0.0, 0.0),
+                    ref,
+                )
+                for t in range(steps)
+            ]
+            yield GuiEpisode(f"e{e}", "test", "i", ep_steps)
+
+    writer.write_episodes(episodes(), store)
     entries = writer.close()
     print(
         json.dumps(
@@ -51,10 +57,11 @@ def main(n: int, steps: int, work: Path) -> None:
                 "peak_mb": peak_rss_mb(),
                 "shards": len(entries),
                 "steps": sum(x.steps for x in entries),
+                "shard_bytes": [x.bytes for x in entries],
             }
         )
     )
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3]))
+    main(int(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3]), *(int(v) for v in sys.argv[4:6]))

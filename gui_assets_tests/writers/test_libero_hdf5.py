@@ -71,9 +71,9 @@ def store(tmp_path: Path) -> ImageStore:
 
 def write(tmp_path: Path, store: ImageStore, episodes: list[GuiEpisode], **cfg) -> tuple[Path, list]:
     out = tmp_path / "d"
-    w = LiberoShardWriter(out, "d", "test", store, BuildConfig(**cfg))
+    w = LiberoShardWriter(out, "d", "test", BuildConfig(**cfg))
     for ep in episodes:
-        w.add_episode(ep)
+        w.write_episodes([ep], store)
     return out, w.close()
 
 
@@ -199,12 +199,12 @@ def test_shards_roll_at_the_cap_on_demo_boundaries(tmp_path, store):
 
 
 def test_close_is_idempotent_and_a_closed_writer_refuses_episodes(tmp_path, store):
-    w = LiberoShardWriter(tmp_path / "d", "d", "test", store, BuildConfig())
-    w.add_episode(episode(store))
+    w = LiberoShardWriter(tmp_path / "d", "d", "test", BuildConfig())
+    w.write_episodes([episode(store)], store)
     first = w.close()
     assert w.close() == first
     with pytest.raises(RuntimeError):
-        w.add_episode(episode(store))
+        w.write_episodes([episode(store)], store)
 
 
 def test_shard_bytes_are_deterministic(tmp_path, store):
@@ -215,8 +215,8 @@ def test_shard_bytes_are_deterministic(tmp_path, store):
 
 def test_nothing_appears_under_a_final_name_until_close(tmp_path, store):
     out = tmp_path / "d"
-    w = LiberoShardWriter(out, "d", "test", store, BuildConfig())
-    w.add_episode(episode(store))
+    w = LiberoShardWriter(out, "d", "test", BuildConfig())
+    w.write_episodes([episode(store)], store)
     assert list(out.glob("*.hdf5")) == []  # only the hidden staging folder so far
     w.abort()
     assert list(out.iterdir()) == []
@@ -227,8 +227,8 @@ def test_an_aborted_rebuild_leaves_the_previous_shards_and_a_shorter_one_removes
     out, first = write(tmp_path, store, eps, shard_cap_bytes=200_000)
     assert len(first) >= 3
     before = {p.name: p.read_bytes() for p in out.glob("*.hdf5")}
-    w = LiberoShardWriter(out, "d", "test", store, BuildConfig())
-    w.add_episode(eps[0])
+    w = LiberoShardWriter(out, "d", "test", BuildConfig())
+    w.write_episodes([eps[0]], store)
     w.abort()  # a failed run
     assert {p.name: p.read_bytes() for p in out.glob("*.hdf5")} == before
     _, second = write(tmp_path, store, eps[:1])  # a rebuild with less data: one shard
@@ -251,9 +251,9 @@ def test_an_image_that_does_not_decode_drops_the_episode_and_is_counted(tmp_path
     path = store.path(sha, "png")
     data = path.read_bytes()
     path.write_bytes(data[: len(data) // 2])  # truncated after the adapter accepted it
-    w = LiberoShardWriter(tmp_path / "d", "d", "test", store, BuildConfig())
-    assert w.add_episode(broken) is False
-    assert w.add_episode(good) is True
+    w = LiberoShardWriter(tmp_path / "d", "d", "test", BuildConfig())
+    assert w.write_episodes([broken], store) == [False]
+    assert w.write_episodes([good], store) == [True]
     entries = w.close()
     assert w.stats.build_stats.drops == {"undecodable_image": 1}
     with h5py.File(tmp_path / "d" / entries[0].file) as f:

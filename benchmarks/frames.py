@@ -1,0 +1,140 @@
+"""Realistic 1280x1080-class screenshots for the throughput benchmark, in the Mind2Web layout.
+
+A frame is a rendered web page (header, navigation, headings, body text, form widgets; see
+`gui_assets.demo.render`) with photo-like tiles pasted over about a tenth of it: a smoothly
+upsampled random colour field plus mild sensor noise, which deflates like the web images and
+video stills of real pages. Text-only frames would flatter every compressor and pure noise
+would punish it; this mix compresses about as well as the published dataset does.
+
+Frames are deterministic in (index, width, height) and each one is distinct, so nothing is
+deduplicated or cached by accident. They are written as PNG (Pillow's default level), the
+format the hand-written baseline decodes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from PIL import Image, ImageDraw
+
+from gui_assets.adapters.mind2web import REPO_ID
+from gui_assets.demo.mind2web_mirror import SCHEMA
+from gui_assets.demo.render import Widget, draw_widget, encode, render_page
+
+PHOTO_SHARE = 0.10
+VERBS = ("CLICK", "CLICK", "TYPE", "CLICK", "SELECT")
+
+
+def _photo(rng: np.random.Generator, w: int, h: int) -> Image.Image:
+    field = rng.integers(0, 256, size=(max(2, h // 24), max(2, w // 24), 3), dtype=np.uint8)
+    smooth = np.asarray(Image.fromarray(field).resize((w, h), Image.Resampling.BICUBIC), dtype=np.int16)
+    noisy = smooth + rng.normal(0.0, 2.0, size=smooth.shape).round().astype(np.int16)
+    return Image.fromarray(np.clip(noisy, 0, 255).astype(np.uint8))
+
+
+def _target(index: int, width: int, height: int) -> Widget:
+    rng = random.Random(index * 7919)
+    kind = ("button", "input", "select", "link")[index % 4]
+    w, h = rng.randrange(120, 360), rng.randrange(32, 56)
+    return Widget(
+        kind, f"target {index}", rng.randrange(240, width - w - 20), rng.randrange(90, height - h - 20), w, h
+    )
+
+
+def screenshot(index: int, width: int, height: int) -> tuple[bytes, Widget]:
+    """PNG bytes of frame `index` and the widget the step acts on."""
+    target = _target(index, width, height)
+    page = render_page(index, width, height, [target], f"site-{index % 37}.example")
+    rng = np.random.default_rng(index)
+    covered, goal = 0, PHOTO_SHARE * width * height
+    while covered < goal:
+        tw, th = int(rng.integers(160, 420)), int(rng.integers(100, 280))
+        x, y = int(rng.integers(230, max(231, width - tw))), int(rng.integers(80, max(81, height - th)))
+        page.paste(_photo(rng, tw, th), (x, y))
+        covered += tw * th
+    draw_widget(ImageDraw.Draw(page), target)  # the target stays visible over any tile
+    return encode(page, "png"), target
+
+
+def _candidate(w: Widget) -> str:
+    rect = f"{w.x},{w.y},{w.w},{w.h}"
+    attrs = {"backend_node_id": "42", "bounding_box_rect": rect, "class": w.kind}
+    return json.dumps({"tag": w.kind, "attributes": json.dumps(attrs)})
+
+
+def _row(index: int, width: int, height: int, episode_len: int) -> dict[str, Any]:
+    png, target = screenshot(index, width, height)
+    episode, step = divmod(index, episode_len)
+    verb = VERBS[index % len(VERBS)]
+    value = {"TYPE": f"query {index}", "SELECT": "option 2"}.get(verb, "")
+    annotation_id = f"bench-{episode:05d}"
+    return {
+        "action_uid": f"{annotation_id}-{step}",
+        "raw_html": "",
+        "cleaned_html": "",
+        "operation": json.dumps({"original_op": verb, "value": value, "op": verb}),
+        "pos_candidates": [_candidate(target)],
+        "neg_candidates": [],
+        "website": f"site-{episode % 37}",
+        "domain": "Travel",
+        "subdomain": "Airlines",
+        "annotation_id": annotation_id,
+        "confirmed_task": f"benchmark task {episode}",
+        "screenshot": {"bytes": png, "path": None},
+        "action_reprs": [],
+        "target_action_index": str(step),
+        "target_action_reprs": f"[{target.kind}] {target.label} -> {verb}",
+    }
+
+
+def write_mirror(root: Path, steps: int, width: int, height: int, episode_len: int, jobs: int) -> Path:
+    """A Multimodal-Mind2Web mirror of `steps` rows under root; reused when already complete."""
+    repo = root / REPO_ID
+    data = repo / "data"
+    params = {"steps": steps, "width": width, "height": height, "episode_len": episode_len, "v": 1}
+    key = hashlib.sha256(json.dumps(params, sort_keys=True).encode()).hexdigest()[:12]
+    marker = repo / f".complete-{key}"
+    if marker.exists():
+        return repo
+    if data.exists():
+        for old in data.iterdir():
+            old.unlink()
+    data.mkdir(parents=True, exist_ok=True)
+    rows_per_file = 200 - 200 % episode_len or episode_len  # a file holds whole episodes
+    n_files = -(-steps // rows_per_file)
+    with ProcessPoolExecutor(jobs) as pool:
+        for f in range(n_files):
+            lo, hi = f * rows_per_file, min(steps, (f + 1) * rows_per_file)
+            rows = list(
+                pool.map(_row, range(lo, hi), *([v] * (hi - lo) for v in (width, height, episode_len)))
+            )
+            name = f"train-{f:05d}-of-{n_files:05d}.parquet"
+            tmp = data / f".{name}.tmp"
+            pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMA), tmp, row_group_size=50)
+            os.replace(tmp, data / name)
+    for old in repo.glob(".complete-*"):
+        old.unlink()
+    marker.write_text(json.dumps(params) + "\n", encoding="utf-8")
+    return repo
+
+
+def iter_frames(repo: Path) -> Any:
+    """(annotation_id, step index, png bytes, bbox x,y,w,h) in file order: the baseline's input."""
+    for path in sorted((repo / "data").glob("train-*.parquet")):
+        pf = pq.ParquetFile(path)
+        for batch in pf.iter_batches(
+            batch_size=50, columns=["annotation_id", "target_action_index", "screenshot", "pos_candidates"]
+        ):
+            for r in batch.to_pylist():
+                attrs = json.loads(json.loads(r["pos_candidates"][0])["attributes"])
+                box = tuple(float(v) for v in attrs["bounding_box_rect"].split(","))
+                yield r["annotation_id"], int(r["target_action_index"]), r["screenshot"]["bytes"], box
