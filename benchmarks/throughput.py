@@ -14,6 +14,7 @@ then read back with plain h5py and compared pixel for pixel on sampled frames.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -55,10 +56,8 @@ def _machine() -> dict[str, Any]:
     except OSError:
         pass
     mem = ""
-    try:
+    with contextlib.suppress(OSError):
         mem = Path("/proc/meminfo").read_text().splitlines()[0].split(":", 1)[1].strip()
-    except OSError:
-        pass
     return {
         "cpus": len(os.sched_getaffinity(0)),
         "cpu_model": model,
@@ -112,15 +111,25 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     work = args.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    repo = write_mirror(work / "mirror", args.steps, args.width, args.height, args.episode_len, os.cpu_count() or 1)
+    repo = write_mirror(
+        work / "mirror", args.steps, args.width, args.height, args.episode_len, os.cpu_count() or 1
+    )
     print(f"frames ready in {time.perf_counter() - t0:.1f}s: {repo}", flush=True)
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GUI_ASSETS_", "DAGSTER_"))}
-    results: dict[str, Any] = {"machine": _machine(), "steps": args.steps, "frame": f"{args.width}x{args.height}"}
+    results: dict[str, Any] = {
+        "machine": _machine(),
+        "steps": args.steps,
+        "frame": f"{args.width}x{args.height}",
+    }
 
     hand_out = work / "handwritten.hdf5"
     hand_out.unlink(missing_ok=True)
-    secs, rss, rc = _run([sys.executable, "-m", "benchmarks.handwritten", str(repo), str(hand_out)], env, work / "handwritten.log")
+    secs, rss, rc = _run(
+        [sys.executable, "-m", "benchmarks.handwritten", str(repo), str(hand_out)],
+        env,
+        work / "handwritten.log",
+    )
     if rc:
         raise SystemExit(f"the hand-written script failed; see {work / 'handwritten.log'}")
     results["handwritten"] = {
@@ -142,7 +151,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                "--select", CHAIN, "--partition", "train"]  # fmt: skip
         if RUN_CONFIGS[executor] is not None:
             cmd += ["-c", str(RUN_CONFIGS[executor])]
-        run_env = {**env, "GUI_ASSETS_MIRROR": str(work / "mirror"), "GUI_ASSETS_OUT": str(out), "DAGSTER_HOME": str(home)}
+        run_env = {
+            **env,
+            "GUI_ASSETS_MIRROR": str(work / "mirror"),
+            "GUI_ASSETS_OUT": str(out),
+            "DAGSTER_HOME": str(home),
+        }
         log = work / f"cli-{executor}.log"
         secs, rss, rc = _run(cmd, run_env, log)
         if rc:
@@ -170,7 +184,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ]
     print(f"\n{args.steps} steps of {args.width}x{args.height}, {results['machine']['cpus']} CPUs "
           f"({results['machine']['cpu_model']})")  # fmt: skip
-    print(f"{'':24} {'seconds':>8} {'steps/s':>8} {'KB/step':>8} {'peak RSS MB':>12} {'speed-up':>9} {'size':>7}")
+    head = ("seconds", "steps/s", "KB/step", "peak RSS MB", "speed-up", "size")
+    print(f"{'':24} " + " ".join(f"{h:>{w}}" for h, w in zip(head, (8, 8, 8, 12, 9, 7), strict=True)))
     for name, r in rows:
         speed = f"{r['speedup']:.2f}x" if "speedup" in r else "1.00x"
         size = f"{r['size_ratio']:.3f}" if "size_ratio" in r else "1.000"
