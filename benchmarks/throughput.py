@@ -33,7 +33,7 @@ from benchmarks.frames import write_mirror
 
 REPO = Path(__file__).resolve().parent.parent
 CHAIN = "mind2web,mind2web_episodes,mind2web_splits,mind2web_shards,mind2web_dataset_info"
-RUN_CONFIGS = {"in_process": REPO / "deploy" / "run_config" / "in_process.yaml", "multiprocess": None}
+EXECUTORS = ("in_process", "multiprocess")  # GUI_ASSETS_EXECUTOR for the CLI run
 
 
 def _run(cmd: list[str], env: dict[str, str], log: Path) -> tuple[float, float, int]:
@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--height", type=int, default=1080)
     ap.add_argument("--episode-len", type=int, default=20)
     ap.add_argument("--work", type=Path, default=Path("/tmp/gui_assets_bench"))
-    ap.add_argument("--executor", choices=sorted(RUN_CONFIGS), action="append")
+    ap.add_argument("--executor", choices=EXECUTORS, action="append", help="default: in_process")
     ap.add_argument("--samples", type=int, default=40, help="frames compared between the two outputs")
     args = ap.parse_args(argv)
     executors = args.executor or ["in_process"]
@@ -149,8 +149,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n", encoding="utf-8")
         cmd = [sys.executable, "-m", "dagster", "asset", "materialize", "-m", "gui_assets",
                "--select", CHAIN, "--partition", "train"]  # fmt: skip
-        if RUN_CONFIGS[executor] is not None:
-            cmd += ["-c", str(RUN_CONFIGS[executor])]
         run_env = {
             **env,
             "GUI_ASSETS_MIRROR": str(work / "mirror"),

@@ -6,6 +6,7 @@ import warnings
 
 import dagster as dg
 
+from gui_assets.defs.executors import executor_from_env
 from gui_assets.defs.factory import build_source_defs
 from gui_assets.defs.repo_assets import REPO_ASSETS
 from gui_assets.defs.resources import AlertsResource, BuildSettings, GuiAssetsPaths, HubResource
@@ -26,6 +27,7 @@ def _definitions() -> dg.Definitions:
         assets=assets,
         asset_checks=checks,
         sensors=[run_failure_alerts],
+        executor=executor_from_env(),
         resources={
             "paths": GuiAssetsPaths(),
             "hub": HubResource(),

@@ -125,12 +125,29 @@ def match_files(repo_root: Path, patterns: list[str]) -> list[tuple[str, Path]]:
     return sorted(found.items())
 
 
-def _file_sha256(p: Path) -> str:
-    """A file's sha256; a hub cache blob is named by it already (LFS files), so no reread."""
+def _file_sha256(p: Path, root: Path | None = None, rel: str = "") -> str:
+    """A file's sha256, read only when nothing already names it.
+
+    A hub cache blob is named by it (LFS files); an `hf download --local-dir` file has it as
+    the etag in its `.metadata`, trusted while the file is not newer than that metadata (the
+    rule huggingface_hub itself applies). Either way the build reads the file once, to parse it.
+    """
     if p.is_symlink():
         name = p.resolve().name
         if re.fullmatch(r"[0-9a-f]{64}", name):
             return name
+    if root is not None:
+        meta = root / ".cache" / "huggingface" / "download" / f"{rel}.metadata"
+        try:
+            lines = meta.read_text(encoding="utf-8").splitlines()
+            if (
+                len(lines) >= 3
+                and re.fullmatch(r"[0-9a-f]{64}", lines[1].strip())
+                and float(lines[2]) >= p.stat().st_mtime - 1.0
+            ):
+                return lines[1].strip()
+        except (OSError, ValueError):
+            pass
     return sha256_file(p)
 
 
@@ -156,14 +173,14 @@ def _manifest(
     for rel, p in files:
         folder = next((f for f in folders if rel.startswith(f)), None)
         if folder is None:
-            entries.append(RawFile(rel, p.resolve(), p.stat().st_size, _file_sha256(p)))
+            entries.append(RawFile(rel, p.resolve(), p.stat().st_size, _file_sha256(p, root, rel)))
         else:
             grouped.setdefault(folder, []).append((rel, p))
     for folder, members in sorted(grouped.items()):
         h = hashlib.sha256()
         size = 0
         for rel, p in members:
-            h.update(f"{rel}\0{_file_sha256(p)}\n".encode())
+            h.update(f"{rel}\0{_file_sha256(p, root, rel)}\n".encode())
             size += p.stat().st_size
         entries.append(RawFile(folder, (root / folder).resolve(), size, h.hexdigest(), files=len(members)))
     return RawPartition(

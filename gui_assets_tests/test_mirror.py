@@ -37,6 +37,33 @@ def test_mirror_revision_comes_from_hf_download_metadata(tmp_path, demo_mirror):
     assert from_mirror(tmp_path, REPO, file_patterns("test_task")).revision == "a" * 40
 
 
+def test_a_local_dir_download_is_not_reread_to_hash_it(tmp_path, demo_mirror, monkeypatch):
+    """`hf download --local-dir` records each LFS file's sha256 as its etag: the manifest takes
+    it (the build then reads the file once, to parse it), unless the file changed since."""
+    import hashlib
+    import os
+    import shutil
+
+    from gui_assets import mirror
+
+    repo = tmp_path / REPO
+    shutil.copytree(demo_mirror / REPO, repo)
+    meta = repo / ".cache" / "huggingface" / "download" / "data"
+    meta.mkdir(parents=True)
+    path = next(p for p in (repo / "data").glob("test_task-*"))
+    real = hashlib.sha256(path.read_bytes()).hexdigest()
+    (meta / f"{path.name}.metadata").write_text(f"{'a' * 40}\n{real}\n{path.stat().st_mtime + 5}\n")
+    reads: list[Path] = []
+    real_sha = mirror.sha256_file
+    monkeypatch.setattr(mirror, "sha256_file", lambda p: reads.append(p) or real_sha(p))
+    (entry,) = from_mirror(tmp_path, REPO, file_patterns("test_task")).files
+    assert entry.sha256 == real and reads == []
+    later = path.stat().st_mtime + 60  # edited after the download: hashed again
+    os.utime(path, (later, later))
+    (entry,) = from_mirror(tmp_path, REPO, file_patterns("test_task")).files
+    assert entry.sha256 == real and reads == [path]
+
+
 def test_a_mirror_without_the_repo_or_the_split_fails_by_name(tmp_path, demo_mirror):
     with pytest.raises(RawInputError, match="mirror has no osunlp/Multimodal-Mind2Web"):
         from_mirror(tmp_path, REPO, file_patterns("train"))
