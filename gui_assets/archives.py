@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import struct
 import zlib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 MAX_MEMBER_BYTES = 256 * 1024 * 1024
+_SYMLINK = 1 << 16  # our own mark in Member.flags (zip flags are 16 bits)
 MAX_RATIO = 1000  # a screenshot never inflates a thousandfold; a zip bomb does
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")
 
@@ -162,21 +164,41 @@ class ZipImages:
         for _ in range(total):
             if cd[i : i + 4] != _CENTRAL:
                 raise ArchiveError("truncated_archive", f"{self.path.name}: corrupt central directory")
-            (_, _, _, flags, method, _, _, crc, csize, usize, nlen, elen, clen, disk, _, _, offset) = (
-                struct.unpack_from("<4sHHHHHHIIIHHHHHII", cd, i)
-            )
+            (
+                _,
+                made_by,
+                _,
+                flags,
+                method,
+                _,
+                _,
+                crc,
+                csize,
+                usize,
+                nlen,
+                elen,
+                clen,
+                disk,
+                _,
+                attrs,
+                offset,
+            ) = struct.unpack_from("<4sHHHHHHIIIHHHHHII", cd, i)
             name = cd[i + 46 : i + 46 + nlen].decode("utf-8" if flags & 0x800 else "cp437")
             extra = cd[i + 46 + nlen : i + 46 + nlen + elen]
             usize, csize, offset, disk = _zip64_extra(extra, usize, csize, offset, disk)
             i += 46 + nlen + elen + clen
-            self._index(Member(name, disk, offset, csize, usize, method, crc, flags))
+            # A Unix-made member with S_IFLNK in its mode is a symlink: its "content" is a path.
+            symlink = made_by >> 8 == 3 and stat.S_ISLNK(attrs >> 16)
+            self._index(
+                Member(name, disk, offset, csize, usize, method, crc, flags | (_SYMLINK if symlink else 0))
+            )
 
     def _index(self, m: Member) -> None:
         if m.name.endswith("/"):
             return
         path = PurePosixPath(m.name.replace("\\", "/"))
         # Members are looked up by file name, so a refusal is recorded under it too.
-        if path.is_absolute() or ".." in path.parts or re.match(r"^[A-Za-z]:", m.name):
+        if path.is_absolute() or ".." in path.parts or re.match(r"^[A-Za-z]:", m.name) or m.flags & _SYMLINK:
             self.refused[path.name] = "unsafe_archive_member"
         elif m.flags & 0x1:
             self.refused[path.name] = "encrypted_archive_member"
@@ -193,6 +215,10 @@ class ZipImages:
         return set(self.members)
 
     def read(self, name: str) -> bytes:
+        """A member's bytes; ArchiveError with the refusal reason for a refused member, KeyError
+        for one the archive does not hold."""
+        if name not in self.members and name in self.refused:
+            raise ArchiveError(self.refused[name], name)
         m = self.members[name]
         seg = self.segments
         start = seg.base[m.disk] + m.offset
@@ -222,10 +248,15 @@ class FolderImages:
         self.path = root
         self.members: dict[str, Path] = {}
         self.refused: dict[str, str] = {}
+        inside = root.resolve()
         for dirpath, _, files in os.walk(root):
             for f in sorted(files):
                 if f.lower().endswith(IMAGE_SUFFIXES):
-                    self.members.setdefault(f, Path(dirpath) / f)
+                    p = Path(dirpath) / f
+                    if p.is_symlink() and not p.resolve().is_relative_to(inside):
+                        self.refused.setdefault(f, "unsafe_archive_member")  # points out of the folder
+                        continue
+                    self.members.setdefault(f, p)
 
     def names(self) -> set[str]:
         return set(self.members)

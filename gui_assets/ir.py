@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import enum
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -87,6 +88,16 @@ class UngroundedReason(enum.StrEnum):
     OUTSIDE_VIEWPORT_X = "outside_viewport_x"
 
 
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def storable_text(value: str) -> str:
+    """Text every writer can store: NUL (which HDF5 strings cannot hold) and lone surrogates
+    (which UTF-8 cannot encode; JSON escapes let them in) become U+FFFD, the replacement
+    character, so the damage stays visible where it was. Everything else is kept as is."""
+    return _UNSTORABLE.sub("\ufffd", value) if _UNSTORABLE.search(value) else value
+
+
 @dataclass(frozen=True, slots=True)
 class SourceRef:
     """Where a record came from upstream: enough to find the raw bytes again."""
@@ -96,6 +107,11 @@ class SourceRef:
     file: str
     row: int | None = None
     member: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "file", storable_text(str(self.file)))
+        if self.member is not None:
+            object.__setattr__(self, "member", storable_text(str(self.member)))
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"repo_id": self.repo_id, "revision": self.revision, "file": self.file}
@@ -141,6 +157,8 @@ class GuiStep:
     annotations: str = ""
 
     def __post_init__(self) -> None:
+        for name in ("text", "desc", "thought", "annotations", "ungrounded_reason"):
+            object.__setattr__(self, name, storable_text(str(getattr(self, name))))
         # A broken invariant here is our bug, never a data problem: raise.
         if self.mask not in allowed_masks(self.action_type):
             raise ValueError(f"{self.action_type.name} cannot carry mask {self.mask}")
@@ -165,6 +183,11 @@ class GuiEpisode:
     steps: list[GuiStep]
     success: bool = True
     attrs: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.episode_id = storable_text(str(self.episode_id))
+        self.instruction = storable_text(str(self.instruction))
+        self.attrs = {storable_text(str(k)): storable_text(str(v)) for k, v in self.attrs.items()}
 
     def source_ref_json(self) -> str:
         """The demo-level source_ref: the first step's ref plus every step's (file, row/member)."""

@@ -150,3 +150,20 @@ def source_definitions(source: str) -> list:
         if all(k.asset_key.to_user_string().startswith(source) for k in c.check_keys)
     ]
     return [*assets, *checks]
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Say how many fuzz cases ran (the count is part of what the suite proves)."""
+    import sys as _sys
+
+    fuzz = _sys.modules.get("gui_assets_tests.test_fuzz")
+    if fuzz is None or not fuzz.FUZZ_CASES:
+        return
+    cases = fuzz.FUZZ_CASES
+    terminalreporter.write_sep("-", "adapter fuzz")
+    terminalreporter.write_line(
+        f"{sum(cases.values())} fuzz cases: "
+        + ", ".join(f"{k} {v}" for k, v in sorted(cases.items()))
+        + "; outcomes: "
+        + ", ".join(f"{k} {v}" for k, v in sorted(fuzz.FUZZ_OUTCOMES.items()))
+    )

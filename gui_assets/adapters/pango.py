@@ -83,7 +83,18 @@ def _resolve(root: Path, ref: str) -> Path:
     p = PurePosixPath(rel.lstrip("/"))
     if ".." in p.parts or not p.parts:
         raise _Bad("unsafe_reference")
+    if len(rel) > 4096 or any(len(part.encode("utf-8", "replace")) > 255 for part in p.parts):
+        raise _Bad("unsafe_reference")  # no file system holds such a name
     return root / p
+
+
+def _read_reference(root: Path, ref: str, missing: str) -> bytes:
+    """The bytes of a mirror file a record points to; `missing` names the drop otherwise."""
+    path = _resolve(root, ref)
+    try:
+        return path.read_bytes()
+    except OSError:  # absent, a directory, unreadable: the record's reference is dangling
+        raise _Bad(missing) from None
 
 
 def _load_document(value: Any, root: Path) -> Any:
@@ -94,10 +105,7 @@ def _load_document(value: Any, root: Path) -> Any:
     text = value.strip()
     if text[0] in "[{":
         return json.loads(text)
-    path = _resolve(root, text)
-    if not path.is_file():
-        raise _Bad("missing_input_metadata")
-    return json.loads(path.read_text(encoding="utf-8"))
+    return json.loads(_read_reference(root, text, "missing_input_metadata").decode("utf-8"))
 
 
 def _rows(raw: RawPartition) -> Iterator[tuple[str, int, dict[str, Any]]]:
@@ -275,10 +283,7 @@ def _episode(
                 raise _Bad(DropReason.MISSING_SCREENSHOT)
             obs = cache.get(shot)
             if obs is None:
-                path = _resolve(root, shot)
-                if not path.is_file():
-                    raise _Bad(DropReason.MISSING_SCREENSHOT)
-                data = path.read_bytes()
+                data = _read_reference(root, shot, DropReason.MISSING_SCREENSHOT)
                 header = inspect(data)
                 obs = Observation(store.put(data, header.ext), header.ext, 0, 0, header.width, header.height)
                 cache[shot] = obs

@@ -137,7 +137,8 @@ def _observation(
     frame = trace.frame_before(call.page or "", call.start)
     if frame is None:
         raise ArchiveError("no_frame", f"{call.method} at {call.start} ms")
-    data = archive.read(frame.member) if frame.member in archive.members else None
+    known = frame.member in archive.members or frame.member in archive.refused
+    data = archive.read(frame.member) if known else None  # a refused member raises its reason
     if data is None:
         raise ArchiveError("missing_screenshot", frame.member)
     header = inspect(data)
