@@ -43,14 +43,37 @@ def atomic_write_text(final: Path, text: str) -> None:
     atomic_write_bytes(final, text.encode("utf-8"))
 
 
-def sweep_temps(directory: Path) -> int:
-    """Remove temp files a killed writer left behind; returns how many."""
+def writer_alive(name: str) -> bool:
+    """Is the process whose pid ends this temp name (`...tmp-<pid>`) still running?"""
+    try:
+        pid = int(name.rsplit(TMP_MARK, 1)[1])
+    except (IndexError, ValueError):
+        return False
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, another user's
+        return True
+    return True
+
+
+def sweep_temps(directory: Path, only_dead_writers: bool = False) -> int:
+    """Remove temp files a killed writer left behind; returns how many.
+
+    With `only_dead_writers`, a temp file whose writing process still runs is left alone:
+    for directories that concurrent builds share (the image store).
+    """
     if not directory.is_dir():
         return 0
     n = 0
     for p in directory.iterdir():
         if p.name.startswith(".") and TMP_MARK in p.name and p.is_file():
-            p.unlink()
+            if only_dead_writers and writer_alive(p.name):
+                continue
+            p.unlink(missing_ok=True)
             n += 1
     return n
 

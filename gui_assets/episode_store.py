@@ -25,7 +25,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from gui_assets.atomic import atomic_write_bytes, atomic_write_text
+from gui_assets.atomic import atomic_write_bytes, atomic_write_text, sweep_temps
 from gui_assets.ir import ActionType, GuiEpisode, GuiStep, Observation, SourceRef
 from gui_assets.stats import BuildStats
 
@@ -97,6 +97,12 @@ class ImageStore:
 
     def path(self, sha256: str, ext: str) -> Path:
         return self.root / sha256[:2] / f"{sha256}.{ext}"
+
+    def sweep(self) -> int:
+        """Remove temp files that killed writers left (other live builds share the store)."""
+        if not self.root.is_dir():
+            return 0
+        return sum(sweep_temps(d, only_dead_writers=True) for d in self.root.iterdir() if d.is_dir())
 
     def put(self, data: bytes, ext: str) -> str:
         sha = hashlib.sha256(data).hexdigest()

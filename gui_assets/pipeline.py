@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from gui_assets import mirror
-from gui_assets.atomic import atomic_path, atomic_write_text
+from gui_assets.atomic import TMP_MARK, atomic_path, atomic_write_text, sweep_temps, writer_alive
 from gui_assets.config import BuildConfig
 from gui_assets.episode_store import EpisodeWriter, ImageStore, iter_episodes, read_episode_table, read_stats
 from gui_assets.layout import DatasetInfo, OutLayout, ShardEntry
@@ -71,6 +72,11 @@ def fetch_raw(spec: SourceSpec, key: str, layout: OutLayout, raw: RawSettings) -
             )
         return mirror.from_mirror(raw.mirror, spec.repo_id, patterns)
 
+    work = layout.raw_manifest(spec.directory(key)).parent
+    sweep_temps(work, only_dead_writers=True)  # what a killed build of this partition left
+    for stale in [*work.glob(".*.tmp-*"), *work.glob(".*.old-*")]:  # IR folders of a killed build
+        if stale.is_dir() and not writer_alive(stale.name.replace(".old-", TMP_MARK)):
+            shutil.rmtree(stale, ignore_errors=True)
     patterns = spec.file_patterns(key)
     part = fetch(patterns)
     if spec.resolve_patterns is not None:
@@ -87,6 +93,7 @@ def build_episodes(spec: SourceSpec, key: str, layout: OutLayout, config: BuildC
     directory = spec.directory(key)
     raw = RawPartition.read(layout.raw_manifest(directory))
     store = ImageStore(layout.image_store, writers=2)  # file writes overlap the parsing
+    store.sweep()  # temp files of killed builds (not of builds still running)
     stats = BuildStats()
     writer = EpisodeWriter(layout.episodes(directory))
     try:

@@ -1,0 +1,160 @@
+"""SIGKILL a real CLI build at random moments, check what it left, rerun, compare.
+
+A build runs for hours; machines die. After every kill nothing under a final name may be
+partial (shards open and hold what their attributes say, JSON and Parquet parse, every image
+in the store hashes to its name), and the rerun must produce exactly the arrays and the
+dataset_info.json of a build that was never interrupted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from benchmarks.frames import write_mirror
+from gui_assets_tests.conftest import clean_env
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[1]
+CHAIN = "mind2web,mind2web_episodes,mind2web_splits,mind2web_shards,mind2web_dataset_info"
+DIRECTORY = "mind2web_train"
+KILLS = 8
+
+
+def _cli(out: Path, mirror: Path, home: Path) -> subprocess.Popen:
+    home.mkdir(exist_ok=True)
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n", encoding="utf-8")
+    env = clean_env(GUI_ASSETS_MIRROR=str(mirror), GUI_ASSETS_OUT=str(out), DAGSTER_HOME=str(home))
+    cmd = [sys.executable, "-m", "dagster", "asset", "materialize", "-m", "gui_assets", "--select", CHAIN,
+           "--partition", "train", "--config-json",
+           json.dumps({"resources": {"build": {"config": {"shard_cap_mb": 6}}}})]  # fmt: skip
+    return subprocess.Popen(
+        cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
+    )
+
+
+def _visible(p: Path) -> bool:
+    return not any(part.startswith(".") for part in p.parts)
+
+
+def assert_nothing_partial(out: Path) -> dict[str, int]:
+    """Every file under a final name is whole; returns what was found, by kind."""
+    seen = {"shards": 0, "json": 0, "parquet": 0, "images": 0}
+    for p in sorted(out.rglob("*")):
+        rel = p.relative_to(out)
+        if not p.is_file() or not _visible(rel):
+            continue
+        if p.suffix == ".hdf5":
+            with h5py.File(p, "r") as f:
+                data = f["data"]
+                demos = [data[k] for k in data]
+                assert data.attrs["total"] == sum(int(d.attrs["num_samples"]) for d in demos), rel
+                for d in demos:
+                    av = d["obs/agentview_rgb"]
+                    assert av.shape[0] == d.attrs["num_samples"]
+                    av[av.shape[0] - 1]  # the last chunk is there and inflates
+            seen["shards"] += 1
+        elif p.suffix == ".json":
+            json.loads(p.read_text(encoding="utf-8"))
+            seen["json"] += 1
+        elif p.suffix == ".parquet":
+            pq.read_table(p)
+            seen["parquet"] += 1
+        elif "images" in rel.parts:
+            assert hashlib.sha256(p.read_bytes()).hexdigest() == p.stem, rel
+            seen["images"] += 1
+    return seen
+
+
+def _arrays(path: Path) -> dict[str, object]:
+    found: dict[str, object] = {}
+
+    def visit(name: str, obj: object) -> None:
+        if isinstance(obj, h5py.Dataset):
+            found[name] = obj[()]
+        found[f"{name}@attrs"] = dict(obj.attrs)  # type: ignore[attr-defined]
+
+    with h5py.File(path, "r") as f:
+        f.visititems(visit)
+        found["@attrs"] = dict(f["data"].attrs)
+    return found
+
+
+def _same(a: object, b: object) -> bool:
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return np.array_equal(np.asarray(a), np.asarray(b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    return a == b
+
+
+def test_sigkill_at_random_moments_then_rerun_gives_the_same_dataset(tmp_path):
+    mirror = tmp_path / "mirror"
+    write_mirror(mirror, steps=120, width=1280, height=1080, episode_len=12, jobs=2)
+
+    ref = tmp_path / "ref"
+    start = time.monotonic()
+    proc = _cli(ref, mirror, tmp_path / "home-ref")
+    assert proc.wait(timeout=600) == 0, proc.stderr.read().decode()[-3000:]  # type: ignore[union-attr]
+    full = time.monotonic() - start
+    ref_shards = sorted((ref / DIRECTORY).glob("*.hdf5"))
+    assert len(ref_shards) >= 5  # several shard boundaries for a kill to land between
+
+    out = tmp_path / "out"
+    home = tmp_path / "home"
+    rng = random.Random(20261129)
+    moments = sorted(rng.uniform(0.5, full) for _ in range(KILLS))
+    found = []
+    for at in moments:
+        proc = _cli(out, mirror, home)
+        try:
+            proc.wait(timeout=at)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        found.append(assert_nothing_partial(out))
+    # And once exactly mid-shard: the second shard is being written in the staging folder.
+    proc = _cli(out, mirror, home)
+    deadline = time.monotonic() + 300
+    while proc.poll() is None and time.monotonic() < deadline:
+        staged = list((out / DIRECTORY).glob(".staging-*/*.hdf5"))
+        if len(staged) >= 2:
+            os.killpg(proc.pid, signal.SIGKILL)
+            break
+        time.sleep(0.02)
+    assert proc.wait() == -signal.SIGKILL, "the build ended before its second shard was staged"
+    found.append(assert_nothing_partial(out))
+    print(f"killed at {[round(m, 1) for m in moments]} s of a {full:.1f} s build and mid-shard; left {found}")
+    assert any(f["shards"] for f in found[:-1]) or any(f["images"] for f in found)  # kills landed mid-build
+
+    proc = _cli(out, mirror, home)
+    assert proc.wait(timeout=600) == 0, proc.stderr.read().decode()[-3000:]  # type: ignore[union-attr]
+    assert_nothing_partial(out)
+    shards = sorted((out / DIRECTORY).glob("*.hdf5"))
+    assert [p.name for p in shards] == [p.name for p in ref_shards]
+    for mine, theirs in zip(shards, ref_shards, strict=True):
+        a, b = _arrays(mine), _arrays(theirs)
+        assert a.keys() == b.keys(), mine.name
+        bad = [k for k in a if not _same(a[k], b[k])]
+        assert not bad, (mine.name, bad[:5])
+    info = json.loads((out / DIRECTORY / "dataset_info.json").read_text())
+    want = json.loads((ref / DIRECTORY / "dataset_info.json").read_text())
+    assert info == want
+    leftovers = [
+        str(p.relative_to(out)) for p in out.rglob(".*") if ".tmp-" in p.name or ".staging" in p.name
+    ]
+    leftovers += [str(p.relative_to(out)) for p in out.rglob("*.tmp-*") if p.is_dir()]
+    assert not leftovers, leftovers  # the rerun swept what the kills left (temp files, staging)
