@@ -12,9 +12,12 @@ stage and `build_directory` chains them in process for tests and debugging.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import errno
 import json
 import shutil
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,6 +40,29 @@ from gui_assets.writers.libero_hdf5 import FrameEncoder, LiberoShardWriter, plan
 
 class EmptyPartitionError(Exception):
     """Nothing survived the adapter: there is no dataset to write, and the message says why."""
+
+
+class DiskFullError(Exception):
+    """The output file system filled up; whatever the stage was writing has been removed."""
+
+
+def _disk_full(e: BaseException) -> bool:
+    return (isinstance(e, OSError) and e.errno == errno.ENOSPC) or "No space left on device" in str(e)
+
+
+@contextlib.contextmanager
+def _disk_full_named(stage: str, where: Path) -> Iterator[None]:
+    """Turn ENOSPC (from Python, h5py or pyarrow, which word it differently) into one message."""
+    try:
+        yield
+    except Exception as e:
+        if not _disk_full(e):
+            raise
+        free = shutil.disk_usage(where if where.exists() else where.parent).free
+        raise DiskFullError(
+            f"{stage}: the disk holding {where} is full ({free} bytes free); nothing partial was kept, "
+            f"free space and rerun ({type(e).__name__}: {e})"
+        ) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,10 +123,11 @@ def build_episodes(spec: SourceSpec, key: str, layout: OutLayout, config: BuildC
     stats = BuildStats()
     writer = EpisodeWriter(layout.episodes(directory))
     try:
-        for episode in spec.adapter(raw, store, stats, config):
-            stats.count_episode(episode)
-            writer.add(episode)
-        store.close()  # every image is on disk before the IR that names them is published
+        with _disk_full_named(f"{directory}: writing the IR", layout.episodes(directory)):
+            for episode in spec.adapter(raw, store, stats, config):
+                stats.count_episode(episode)
+                writer.add(episode)
+            store.close()  # every image is on disk before the IR that names them is published
     except BaseException:
         writer.abort()
         store.close_quietly()
@@ -172,20 +199,21 @@ def write_shards(
     }
     plans = (plan_episode(ep) for ep in iter_episodes(layout.episodes(directory)))
     try:
-        with FrameEncoder(store, config, threads) as encoder:
-            for plan, chunks in encoder.episodes(plans):
-                writers[parts[plan.episode.episode_id]].add_episode(plan, chunks)
+        with _disk_full_named(f"{directory}: writing shards", out_dir):
+            with FrameEncoder(store, config, threads) as encoder:
+                for plan, chunks in encoder.episodes(plans):
+                    writers[parts[plan.episode.episode_id]].add_episode(plan, chunks)
+            if writers[MAIN].stats.episodes_written == 0:
+                drops = writers[MAIN].stats.build_stats.drops
+                raise EmptyPartitionError(
+                    f"{directory}: no episode could be written to a shard (drops {dict(drops)})"
+                )
+            for w in writers.values():  # every shard complete in staging before any is published
+                w.finish()
     except BaseException:
         for w in writers.values():
             w.abort()
         raise
-    if writers[MAIN].stats.episodes_written == 0:
-        for w in writers.values():
-            w.abort()
-        drops = writers[MAIN].stats.build_stats.drops
-        raise EmptyPartitionError(
-            f"{directory}: no episode could be written to a shard (drops {dict(drops)})"
-        )
     entries = {part: w.close() for part, w in writers.items()}
     stats = writers[MAIN].stats.build_stats + writers[VAL].stats.build_stats
     pointer = sum(w.stats.pointer_steps for w in writers.values())

@@ -92,3 +92,47 @@ def test_folders_are_indexed_by_file_name(tmp_path):
     assert isinstance(src, FolderImages) and src.names() == {"a.png"} and src.read("a.png") == b"a"
     with pytest.raises(ArchiveError, match=r"no images\.zip and no extracted images"):
         open_images(tmp_path / "empty")
+
+
+def test_symlink_members_are_refused_and_reading_one_names_the_reason(tmp_path):
+    path = tmp_path / "images.zip"
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("ok.png", b"x" * 100)
+        link = zipfile.ZipInfo("shot.png")
+        link.create_system = 3  # Unix
+        link.external_attr = 0o120777 << 16  # S_IFLNK: the member's data is a link target
+        z.writestr(link, "/etc/passwd")
+    zi = ZipImages(path)
+    assert zi.names() == {"ok.png"} and zi.refused == {"shot.png": "unsafe_archive_member"}
+    with pytest.raises(ArchiveError) as e:
+        zi.read("shot.png")
+    assert e.value.reason == "unsafe_archive_member"
+
+
+def test_a_folder_symlink_pointing_outside_is_refused(tmp_path):
+    outside = tmp_path / "secret.png"
+    outside.write_bytes(b"not yours")
+    (tmp_path / "imgs").mkdir()
+    (tmp_path / "imgs" / "a.png").write_bytes(b"a")
+    (tmp_path / "imgs" / "b.png").symlink_to(outside)
+    (tmp_path / "imgs" / "c.png").symlink_to(tmp_path / "imgs" / "a.png")  # inside: fine
+    src = FolderImages(tmp_path / "imgs")
+    assert src.names() == {"a.png", "c.png"} and src.refused == {"b.png": "unsafe_archive_member"}
+
+
+def test_nothing_is_ever_extracted_to_disk(tmp_path):
+    """Members are read into memory by name; a hostile name cannot place a file anywhere."""
+    path = tmp_path / "a" / "images.zip"
+    path.parent.mkdir()
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("../../escaped.png", b"x")
+        z.writestr("/tmp/escaped_abs.png", b"x")
+        z.writestr("fine.png", b"y")
+    before = {p for p in tmp_path.rglob("*")}
+    zi = ZipImages(path)
+    assert zi.read("fine.png") == b"y"
+    for name in ("escaped.png", "escaped_abs.png"):
+        with pytest.raises(ArchiveError):
+            zi.read(name)
+    assert {p for p in tmp_path.rglob("*")} == before
+    assert not Path("/tmp/escaped_abs.png").exists()

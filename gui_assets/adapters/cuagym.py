@@ -232,10 +232,19 @@ def _episode(
         for call in msg.get("tool_calls") or []:
             fn = (call or {}).get("function") or {}
             name = str(fn.get("name", ""))
-            args = _json(fn.get("arguments")) or {}
-            actions = args.get("actions") if name in GUI_TOOLS else [{"action": name, **args}]
             if name not in GUI_TOOLS and name not in ("terminate", "response"):
                 stats.drop("non_gui_tool")
+                continue
+            try:
+                args = _json(fn.get("arguments")) or {}
+            except ValueError:
+                args = None
+            if not isinstance(args, dict):
+                stats.drop(DropReason.MALFORMED_JSON)  # arguments that are no JSON object
+                continue
+            actions = args.get("actions") if name in GUI_TOOLS else [{"action": name, **args}]
+            if not isinstance(actions, list) or not actions:
+                stats.drop(DropReason.MALFORMED_RECORD)  # a computer call that carries no action
                 continue
             if current is None or current >= len(shas) or shas[current] is None:
                 stats.drop(DropReason.MISSING_SCREENSHOT)

@@ -197,12 +197,17 @@ def _episode(
             "intent_template_id": str(cfg.get("intent_template_id", "")),
             "intent_template": str(cfg.get("intent_template", "")),
             "sites": json.dumps(sites),
-            "eval_types": json.dumps((cfg.get("eval") or {}).get("eval_types", [])),
+            "eval_types": json.dumps(_eval_types(cfg.get("eval"))),
             "trace_version": str(trace.version),
             "ignored_calls": str(ignored),
             "success": "unknown",
         },
     )
+
+
+def _eval_types(value: Any) -> list[Any]:
+    types = value.get("eval_types") if isinstance(value, dict) else None
+    return types if isinstance(types, list) else []
 
 
 def _step(

@@ -126,7 +126,7 @@ def build_source_defs(spec: SourceSpec) -> dg.Definitions:
         out = OutLayout(paths.out_dir())
         try:
             st = pipeline.build_episodes(spec, key, out, build.config())
-        except (mirror.RawInputError, pipeline.EmptyPartitionError) as e:
+        except (mirror.RawInputError, pipeline.EmptyPartitionError, pipeline.DiskFullError) as e:
             raise _fail(e) from None
         d = st.to_dict()
         ep_dir = out.episodes(spec.directory(key))
@@ -191,7 +191,7 @@ def build_source_defs(spec: SourceSpec) -> dg.Definitions:
         out = OutLayout(paths.out_dir())
         try:
             manifest = pipeline.write_shards(spec, key, out, build.config(), build.threads())
-        except pipeline.EmptyPartitionError as e:
+        except (pipeline.EmptyPartitionError, pipeline.DiskFullError) as e:
             raise _fail(e) from None
         shards = manifest["shards"] + manifest["val_shards"]
         eye = manifest["eye"]

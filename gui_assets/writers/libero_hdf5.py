@@ -17,6 +17,7 @@ do not decode); the episode is removed from the shard and counted.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -505,6 +506,11 @@ class LiberoShardWriter:
 
     # --- close -----------------------------------------------------------------------------
 
+    def finish(self) -> None:
+        """Finish the last shard in the staging folder (the last write that can fail)."""
+        if not self._closed:
+            self._finish_shard()
+
     def close(self) -> list[ShardEntry]:
         """Finish the last shard, move every shard into place, remove stale ones. Idempotent."""
         if self._closed:
@@ -535,7 +541,8 @@ class LiberoShardWriter:
     def abort(self) -> None:
         """Drop everything written so far; the shards of an earlier build stay as they were."""
         if self._file is not None:
-            self._file.close()
+            with contextlib.suppress(Exception):  # e.g. a full disk refuses the final flush too
+                self._file.close()
             self._file = None
         shutil.rmtree(self.staging, ignore_errors=True)
         self._closed = True
