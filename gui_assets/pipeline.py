@@ -25,25 +25,17 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from gui_assets import mirror
-from gui_assets.atomic import TMP_MARK, atomic_path, atomic_write_text, sweep_temps, writer_alive
+from gui_assets import mirror, sharding
+from gui_assets.atomic import TMP_MARK, atomic_path, sweep_temps, writer_alive
 from gui_assets.config import BuildConfig
-from gui_assets.episode_store import EpisodeWriter, ImageStore, iter_episodes, read_episode_table, read_stats
+from gui_assets.episode_store import EpisodeWriter, ImageStore, read_episode_table, read_stats
+from gui_assets.errors import DiskFullError, EmptyPartitionError
 from gui_assets.layout import DatasetInfo, OutLayout, ShardEntry
 from gui_assets.mirror import RawPartition
 from gui_assets.sources import SourceSpec
 from gui_assets.splits import MAIN, VAL
 from gui_assets.stats import BuildStats
 from gui_assets.version import GUI_ASSETS_VERSION
-from gui_assets.writers.libero_hdf5 import FrameEncoder, LiberoShardWriter, plan_episode, sweep_directory
-
-
-class EmptyPartitionError(Exception):
-    """Nothing survived the adapter: there is no dataset to write, and the message says why."""
-
-
-class DiskFullError(Exception):
-    """The output file system filled up; whatever the stage was writing has been removed."""
 
 
 def _disk_full(e: BaseException) -> bool:
@@ -187,45 +179,34 @@ def read_splits(layout: OutLayout, directory: str) -> dict[str, str]:
 def write_shards(
     spec: SourceSpec, key: str, layout: OutLayout, config: BuildConfig, threads: int | None = None
 ) -> dict[str, Any]:
-    """Write the main (and, where the split rule makes one, val) shard series."""
+    """Write the main (and, where the split rule makes one, val) shard series, unit by unit.
+
+    The Dagster asset runs the same three calls as separate steps (one per unit in between).
+    """
+    plan = plan_shard_units(spec, key, layout, config)
+    for unit in plan["units"]:
+        write_shard_unit(spec, key, layout, config, unit["name"], threads)
+    return publish_shards(spec, key, layout)
+
+
+def plan_shard_units(spec: SourceSpec, key: str, layout: OutLayout, config: BuildConfig) -> dict[str, Any]:
     directory = spec.directory(key)
-    parts = read_splits(layout, directory)
-    store = ImageStore(layout.image_store)
-    out_dir = layout.directory(directory)
-    sweep_directory(out_dir)
-    writers = {
-        MAIN: LiberoShardWriter(out_dir, directory, spec.name, config),
-        VAL: LiberoShardWriter(out_dir, directory, spec.name, config, val=True),
-    }
-    plans = (plan_episode(ep) for ep in iter_episodes(layout.episodes(directory)))
-    try:
-        with _disk_full_named(f"{directory}: writing shards", out_dir):
-            with FrameEncoder(store, config, threads) as encoder:
-                for plan, chunks in encoder.episodes(plans):
-                    writers[parts[plan.episode.episode_id]].add_episode(plan, chunks)
-            if writers[MAIN].stats.episodes_written == 0:
-                drops = writers[MAIN].stats.build_stats.drops
-                raise EmptyPartitionError(
-                    f"{directory}: no episode could be written to a shard (drops {dict(drops)})"
-                )
-            for w in writers.values():  # every shard complete in staging before any is published
-                w.finish()
-    except BaseException:
-        for w in writers.values():
-            w.abort()
-        raise
-    entries = {part: w.close() for part, w in writers.items()}
-    stats = writers[MAIN].stats.build_stats + writers[VAL].stats.build_stats
-    pointer = sum(w.stats.pointer_steps for w in writers.values())
-    hits = sum(w.stats.target_inside_eye for w in writers.values())
-    manifest = {
-        "shards": [e.to_dict() for e in entries[MAIN]],
-        "val_shards": [e.to_dict() for e in entries[VAL]],
-        "stats": stats.to_dict(),
-        "eye": {"pointer_steps": pointer, "target_inside_eye": hits},
-    }
-    atomic_write_text(layout.shard_manifest(directory), json.dumps(manifest, indent=2) + "\n")
-    return manifest
+    sharding.prepare(layout, directory)
+    return sharding.plan_shards(layout, directory, config, read_splits(layout, directory))
+
+
+def write_shard_unit(
+    spec: SourceSpec, key: str, layout: OutLayout, config: BuildConfig, unit: str, threads: int | None = None
+) -> dict[str, Any]:
+    directory = spec.directory(key)
+    with _disk_full_named(f"{directory}: writing shards ({unit})", layout.directory(directory)):
+        return sharding.write_unit(layout, directory, spec.name, config, unit, threads)
+
+
+def publish_shards(spec: SourceSpec, key: str, layout: OutLayout) -> dict[str, Any]:
+    directory = spec.directory(key)
+    with _disk_full_named(f"{directory}: publishing shards", layout.directory(directory)):
+        return sharding.publish_shards(layout, directory)
 
 
 def write_info(spec: SourceSpec, key: str, layout: OutLayout, config: BuildConfig) -> DatasetInfo:

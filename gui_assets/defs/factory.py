@@ -12,6 +12,7 @@ import hashlib
 import json
 import sys
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -28,6 +29,7 @@ from gui_assets import (
     layout,
     mirror,
     pipeline,
+    sharding,
     splits,
     stats,
     version,
@@ -65,6 +67,30 @@ def _md_table(rows: dict[str, Any], head: tuple[str, str] = ("reason", "count"))
 def _fail(e: Exception) -> dg.Failure:
     """A whole input or partition that cannot be built: fail it with a message that names it."""
     return dg.Failure(description=str(e), allow_retries=False)
+
+
+def _shards_metadata(spec: SourceSpec, key: str, out: OutLayout, manifest: dict[str, Any]) -> dict[str, Any]:
+    shards = manifest["shards"] + manifest["val_shards"]
+    eye = manifest["eye"]
+    rate = eye["target_inside_eye"] / eye["pointer_steps"] if eye["pointer_steps"] else 0.0
+    return {
+        "path": dg.MetadataValue.path(str(out.directory(spec.directory(key)))),
+        "shards": len(manifest["shards"]),
+        "val_shards": len(manifest["val_shards"]),
+        "units": manifest.get("units", 0),
+        "demos": sum(s["demos"] for s in shards),
+        "steps": sum(s["steps"] for s in shards),
+        "bytes": sum(s["bytes"] for s in shards),
+        "target_inside_eye_in_hand_rate": rate,
+        "drops": dg.MetadataValue.json(manifest["stats"]["drops"]),
+        "scroll_histogram": dg.MetadataValue.json(manifest["stats"]["scroll_histogram"]),
+        "shard_list": dg.MetadataValue.md(
+            _md_table(
+                {s["file"]: f"{s['demos']} demos, {s['steps']} steps, {s['bytes']} B" for s in shards},
+                ("file", "contents"),
+            )
+        ),
+    }
 
 
 def build_source_defs(spec: SourceSpec) -> dg.Definitions:
@@ -174,51 +200,83 @@ def build_source_defs(spec: SourceSpec) -> dg.Definitions:
             ),
         )
 
-    @dg.asset(
-        key=shards_key,
-        deps=[splits_key],
-        description=f"LIBERO-layout HDF5 shards "
-        f"`<out>/{spec.name}_<partition>/{spec.name}_<partition>_NNNN.hdf5`: "
-        "pre-action frames, causal-cursor eye-in-hand crops, masked action params.",
-        kinds={"hdf5", "python"},
-        code_version=code_version(libero_hdf5, cursor, images, episode_store, ir, layout, atomic, pipeline),
-        **common,
+    # S_shards is a graph: plan -> one step per unit (fanned out; executors place them) -> publish.
+    unit_tags = {"gui_assets/stage": "shard_unit", "gui_assets/source": spec.name}
+
+    @dg.op(
+        name=f"{spec.name}_shard_plan",
+        ins={"splits": dg.In(dg.Nothing)},
+        out=dg.DynamicOut(str),
+        description="Groups the partition's episodes into units of about one shard each.",
     )
-    def shards_asset(
-        context: dg.AssetExecutionContext, paths: GuiAssetsPaths, build: BuildSettings
-    ) -> dg.MaterializeResult:
+    def plan_op(
+        context: dg.OpExecutionContext, paths: GuiAssetsPaths, build: BuildSettings
+    ) -> Iterator[dg.DynamicOutput[str]]:
+        out = OutLayout(paths.out_dir())
+        plan = pipeline.plan_shard_units(spec, context.partition_key, out, build.config())
+        context.log.info(
+            f"{len(plan['units'])} shard units, ~{plan['bytes_per_step_estimate']:.0f} B/step, "
+            f"{plan['steps_per_unit_budget']} steps per unit"
+        )
+        for unit in plan["units"]:
+            yield dg.DynamicOutput(unit["name"], mapping_key=unit["name"].replace("-", "_"))
+
+    @dg.op(
+        name=f"{spec.name}_write_shard_unit",
+        tags=unit_tags,
+        description="Writes one unit's shards (pieces) into the partition's work folder.",
+    )
+    def unit_op(
+        context: dg.OpExecutionContext, unit: str, paths: GuiAssetsPaths, build: BuildSettings
+    ) -> dict[str, Any]:
+        out = OutLayout(paths.out_dir())
+        try:
+            r = pipeline.write_shard_unit(
+                spec, context.partition_key, out, build.config(), unit, build.threads()
+            )
+        except pipeline.DiskFullError as e:
+            raise _fail(e) from None
+        context.log.info(f"{unit}: {r['episodes_written']} episodes in {len(r['pieces'])} pieces")
+        return {"unit": unit, "pieces": len(r["pieces"]), "episodes": r["episodes_written"]}
+
+    @dg.op(
+        name=f"{spec.name}_publish_shards",
+        description="Numbers every unit's pieces into the shard series and puts them in place.",
+    )
+    def publish_op(
+        context: dg.OpExecutionContext, units: list[dict[str, Any]], paths: GuiAssetsPaths
+    ) -> dg.Output[None]:
         key = context.partition_key
         out = OutLayout(paths.out_dir())
         try:
-            manifest = pipeline.write_shards(spec, key, out, build.config(), build.threads())
-        except (pipeline.EmptyPartitionError, pipeline.DiskFullError) as e:
+            manifest = pipeline.publish_shards(spec, key, out)
+        except (pipeline.EmptyPartitionError, pipeline.DiskFullError, sharding.PublishError) as e:
             raise _fail(e) from None
-        shards = manifest["shards"] + manifest["val_shards"]
-        eye = manifest["eye"]
-        rate = eye["target_inside_eye"] / eye["pointer_steps"] if eye["pointer_steps"] else 0.0
-        return dg.MaterializeResult(
-            metadata={
-                "path": dg.MetadataValue.path(str(out.directory(spec.directory(key)))),
-                "shards": len(manifest["shards"]),
-                "val_shards": len(manifest["val_shards"]),
-                "demos": sum(s["demos"] for s in shards),
-                "steps": sum(s["steps"] for s in shards),
-                "bytes": sum(s["bytes"] for s in shards),
-                "target_inside_eye_in_hand_rate": rate,
-                "drops": dg.MetadataValue.json(manifest["stats"]["drops"]),
-                "scroll_histogram": dg.MetadataValue.json(manifest["stats"]["scroll_histogram"]),
-                "shard_list": dg.MetadataValue.md(
-                    _md_table(
-                        {
-                            s["file"]: f"{s['demos']} demos, {s['steps']} steps, {s['bytes']} B"
-                            for s in shards
-                        },
-                        ("file", "contents"),
-                    )
-                ),
-            },
-            data_version=dg.DataVersion(_digest([s["sha256"] for s in shards])),
+        return dg.Output(
+            None,
+            metadata=_shards_metadata(spec, key, out, manifest),
+            data_version=dg.DataVersion(
+                _digest([s["sha256"] for s in manifest["shards"] + manifest["val_shards"]])
+            ),
         )
+
+    @dg.graph_asset(
+        key=shards_key,
+        ins={"splits": dg.AssetIn(key=splits_key, dagster_type=dg.Nothing)},
+        description=f"LIBERO-layout HDF5 shards "
+        f"`<out>/{spec.name}_<partition>/{spec.name}_<partition>_NNNN.hdf5`: "
+        "pre-action frames, causal-cursor eye-in-hand crops, masked action params. Written as "
+        "units of about one shard each, one step per unit, so executors spread them over processes "
+        "or machines; the shards are the same whatever the executor.",
+        kinds={"hdf5", "python"},
+        code_version=code_version(
+            libero_hdf5, sharding, cursor, images, episode_store, ir, layout, atomic, pipeline
+        ),
+        **common,
+    )
+    def shards_asset(splits: None) -> Any:
+        written = plan_op(splits).map(unit_op)
+        return publish_op(written.collect())
 
     @dg.asset(
         key=info_key,

@@ -22,7 +22,7 @@ import json
 import os
 import shutil
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -324,8 +324,11 @@ class LiberoShardWriter:
         config: BuildConfig,
         *,
         val: bool = False,
+        name_of: Callable[[int], str] | None = None,
     ) -> None:
         self.out_dir = out_dir
+        # File name of the i-th shard this writer makes (a sharding unit names them pieces).
+        self.name_of = name_of or (lambda i: shard_name(directory, i, val))
         self.directory = directory
         self.source = source
         self.config = config
@@ -346,7 +349,7 @@ class LiberoShardWriter:
     # --- shard lifecycle -------------------------------------------------------------------
 
     def _open_shard(self) -> h5py.File:
-        path = self.staging / shard_name(self.directory, self._shard_index, self.val)
+        path = self.staging / self.name_of(self._shard_index)
         f = h5py.File(path, "w")
         f.create_group("data")
         self._demos = 0
