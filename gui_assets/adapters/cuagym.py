@@ -156,6 +156,9 @@ def episodes(
                     except (ValueError, TypeError):
                         stats.drop(DropReason.MALFORMED_JSON)
                         continue
+                    except (AttributeError, KeyError, IndexError):  # a JSON value of the wrong shape
+                        stats.drop(DropReason.MALFORMED_RECORD)
+                        continue
                     if content in seen:
                         stats.drop("duplicate_across_splits" if split == "validation" else "duplicate_row")
                         continue
@@ -229,8 +232,12 @@ def _episode(
             for p in content_parts
             if isinstance(p, dict) and p.get("type") == "action_description"
         )
-        for call in msg.get("tool_calls") or []:
-            fn = (call or {}).get("function") or {}
+        calls = msg.get("tool_calls") or []
+        for call in calls if isinstance(calls, list) else [None]:
+            fn = call.get("function") if isinstance(call, dict) else None
+            if not isinstance(fn, dict):
+                stats.drop(DropReason.MALFORMED_RECORD)  # a tool call that is no {"function": {...}}
+                continue
             name = str(fn.get("name", ""))
             if name not in GUI_TOOLS and name not in ("terminate", "response"):
                 stats.drop("non_gui_tool")

@@ -12,7 +12,7 @@ import os
 
 import dagster as dg
 
-EXECUTORS = ("in_process", "multiprocess")
+EXECUTORS = ("in_process", "multiprocess", "celery", "k8s")
 
 
 def executor_from_env() -> dg.ExecutorDefinition:
@@ -21,4 +21,15 @@ def executor_from_env() -> dg.ExecutorDefinition:
         return dg.in_process_executor
     if name == "multiprocess":
         return dg.multiprocess_executor
+    if name == "celery":
+        from dagster_celery import celery_executor  # the `scale` extra
+
+        broker = {"env": "GUI_ASSETS_CELERY_BROKER"}
+        has_backend = bool(os.environ.get("GUI_ASSETS_CELERY_BACKEND"))
+        backend = {"env": "GUI_ASSETS_CELERY_BACKEND"} if has_backend else broker
+        return celery_executor.configured({"broker": broker, "backend": backend}, name="celery")
+    if name == "k8s":
+        from dagster_k8s import k8s_job_executor  # the `scale` extra
+
+        return k8s_job_executor
     raise ValueError(f"GUI_ASSETS_EXECUTOR must be one of {', '.join(EXECUTORS)}, not {name!r}")
