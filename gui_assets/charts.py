@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 from PIL import Image, ImageDraw, ImageFont
 
@@ -47,4 +48,69 @@ def scroll_histogram_png(hist: dict[str, dict[str, int]], title: str) -> bytes:
         d.text((w - 102, y - 1), bucket, fill=(20, 20, 20), font=small)
     buf = io.BytesIO()
     im.save(buf, format="PNG", optimize=True)
+    return buf.getvalue()
+
+
+def contact_sheet_png(shards: list[Path], samples: int = 8, thumb_w: int = 320) -> bytes | None:
+    """Sampled frames of the shards, each with its action's point (red cross; a DRAG's end in
+    orange) and the eye-in-hand window (green box) drawn on it, plus the step's desc.
+
+    The point should sit on the control the desc names, and the green box where the previous
+    action left the pointer; a frame/action pairing off by one step is visible at a glance.
+    """
+    import h5py
+    import numpy as np
+
+    picks: list[tuple[Path, str, int]] = []
+    for path in shards:
+        with h5py.File(path, "r") as f:
+            for name in sorted(f["data"], key=lambda n: int(n[5:])):
+                T = int(f["data"][name].attrs["num_samples"])
+                picks.extend((path, name, t) for t in sorted({0, T // 2, T - 1}))
+    if not picks:
+        return None
+    step = max(1, len(picks) // samples)
+    picks = picks[::step][:samples]
+    font = ImageFont.load_default(size=12)
+    tiles = []
+    for path, name, t in picks:
+        with h5py.File(path, "r") as f:
+            demo = f["data"][name]
+            frame = np.asarray(demo["obs/agentview_rgb"][t])
+            params = demo["action_params"][t]
+            mask = demo["action_mask"][t]
+            rect = demo["eye_rect"][t]
+            desc = demo["action_desc"][t]
+            desc = desc.decode() if isinstance(desc, bytes) else str(desc)
+        h, w = frame.shape[:2]
+        scale = thumb_w / w
+        im = Image.fromarray(frame).resize((thumb_w, max(1, round(h * scale))), Image.Resampling.BILINEAR)
+        d = ImageDraw.Draw(im)
+        tw, th = im.size
+        d.rectangle([rect[0] * tw, rect[1] * th, rect[2] * tw, rect[3] * th], outline=(0, 200, 0), width=2)
+        points = (
+            ((params[0], params[1], mask[0]), (230, 0, 0)),
+            ((params[2], params[3], mask[2]), (255, 140, 0)),
+        )
+        for (x, y, m), colour in points:
+            if m:
+                cx, cy = x * tw, y * th
+                d.line([cx - 7, cy, cx + 7, cy], fill=colour, width=3)
+                d.line([cx, cy - 7, cx, cy + 7], fill=colour, width=3)
+        label = Image.new("RGB", (tw, 34), (250, 250, 250))
+        ld = ImageDraw.Draw(label)
+        ld.text((4, 2), f"{path.stem[-4:]}/{name} t={t}", fill=(60, 60, 60), font=font)
+        ld.text((4, 17), desc[:52], fill=(10, 10, 10), font=font)
+        tile = Image.new("RGB", (tw, im.size[1] + 34), (255, 255, 255))
+        tile.paste(im, (0, 0))
+        tile.paste(label, (0, im.size[1]))
+        tiles.append(tile)
+    cols = 4
+    rows = -(-len(tiles) // cols)
+    cell_h = max(t.size[1] for t in tiles)
+    sheet = Image.new("RGB", (cols * (thumb_w + 6) + 6, rows * (cell_h + 6) + 6), (225, 228, 232))
+    for i, tile in enumerate(tiles):
+        sheet.paste(tile, (6 + (i % cols) * (thumb_w + 6), 6 + (i // cols) * (cell_h + 6)))
+    buf = io.BytesIO()
+    sheet.save(buf, format="PNG", optimize=True)
     return buf.getvalue()

@@ -8,6 +8,7 @@ so editing an adapter or the writer marks the downstream partitions stale in the
 data_version is a hash of the bytes (or content hashes) a materialization wrote.
 """
 
+import base64
 import hashlib
 import json
 import sys
@@ -21,10 +22,12 @@ import dagster as dg
 
 from gui_assets import (
     atomic,
+    charts,
     config,
     cursor,
     episode_store,
     images,
+    invariants,
     ir,
     layout,
     mirror,
@@ -252,9 +255,21 @@ def build_source_defs(spec: SourceSpec) -> dg.Definitions:
             manifest = pipeline.publish_shards(spec, key, out)
         except (pipeline.EmptyPartitionError, pipeline.DiskFullError, sharding.PublishError) as e:
             raise _fail(e) from None
+        metadata = _shards_metadata(spec, key, out, manifest)
+        directory = spec.directory(key)
+        sheet = charts.contact_sheet_png(invariants.shard_files(out.directory(directory), directory))
+        if sheet is not None:
+            path = out.work(directory) / "contact_sheet.png"
+            atomic.atomic_write_bytes(path, sheet)
+            metadata["contact_sheet"] = dg.MetadataValue.md(
+                "Sampled frames: red cross = the action's point, orange = a drag's end, green box = "
+                "the eye-in-hand window (where the previous action left the pointer).\n\n"
+                f"![contact sheet](data:image/png;base64,{base64.b64encode(sheet).decode()})"
+            )
+            metadata["contact_sheet_png"] = dg.MetadataValue.path(str(path))
         return dg.Output(
             None,
-            metadata=_shards_metadata(spec, key, out, manifest),
+            metadata=metadata,
             data_version=dg.DataVersion(
                 _digest([s["sha256"] for s in manifest["shards"] + manifest["val_shards"]])
             ),
