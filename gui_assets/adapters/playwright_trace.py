@@ -59,6 +59,8 @@ class Trace:
     calls: list[Call] = field(default_factory=list)
     frames: list[Frame] = field(default_factory=list)
     page_viewports: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # Events that parse but are no event (no string "type", not an object): counted, skipped.
+    malformed_events: int = 0
 
     def frame_before(self, page: str, time: float) -> Frame | None:
         """The last screencast frame of `page` at or before `time`: the screen the call acted on."""
@@ -104,8 +106,10 @@ def read_trace(archive: ZipImages) -> Trace:
                 e = json.loads(line)
             except ValueError:
                 continue  # a torn last line of a killed recording; the rest is usable
-            if isinstance(e, dict):
+            if isinstance(e, dict) and isinstance(e.get("type"), str) and e["type"]:
                 _event(e, trace, calls, snapshot_page)
+            else:
+                trace.malformed_events += 1
     for c in calls.values():
         if c.page is None:
             c.page = snapshot_page.get(c.call_id)

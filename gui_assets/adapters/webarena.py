@@ -120,6 +120,8 @@ def episodes(
         except ArchiveError as e:
             stats.drop(e.reason)
             continue
+        if trace.malformed_events:
+            stats.drop("malformed_trace_event", trace.malformed_events)
         try:
             ep = _episode(raw, f.path, task_id, cfg, archive, trace, store, stats)
         finally:

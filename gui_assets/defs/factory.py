@@ -204,7 +204,14 @@ def build_source_defs(spec: SourceSpec) -> dg.Definitions:
         )
 
     # S_shards is a graph: plan -> one step per unit (fanned out; executors place them) -> publish.
-    unit_tags = {"gui_assets/stage": "shard_unit", "gui_assets/source": spec.name}
+    unit_tags = {
+        "gui_assets/stage": "shard_unit",
+        "gui_assets/source": spec.name,
+        # With the k8s_job_executor: each unit's Job gets two cores for its decode/deflate threads.
+        "dagster-k8s/config": json.dumps(
+            {"container_config": {"resources": {"requests": {"cpu": "2", "memory": "2Gi"}}}}
+        ),
+    }
 
     @dg.op(
         name=f"{spec.name}_shard_plan",

@@ -294,14 +294,17 @@ def test_a_trace_recorded_now_with_chromium(tmp_path):
     trace_recorder.record(tmp_path / "9.zip", session)
     mirror = mirror_with(tmp_path, {"9.zip": (tmp_path / "9.zip").read_bytes()}, [9])
     (ep,), stats = run(mirror, tmp_path)
-    assert [(s.action_type.name, s.text) for s in ep.steps] == [
+    steps = [(s.action_type.name, s.text) for s in ep.steps]
+    # The first goto acts on about:blank: a step when chromium painted a frame of it before the
+    # call (it does under load), else dropped for having no frame. Either is the recording.
+    blank_goto = steps[0][0] == "GOTO"
+    assert steps[blank_goto:] == [
         ("TYPE", "hunter2-secret"),
         ("CLICK", ""),
         ("HOVER", ""),
         ("SCROLL", ""),
         ("PRESS_BACK", ""),
     ]
-    assert ep.steps[3].desc == "scroll(down)" and ep.steps[3].params[:2] == pytest.approx(
-        ep.steps[2].params[:2]
-    )
-    assert stats.drops == {"no_frame": 1}  # the first goto, on about:blank
+    scroll, hover = ep.steps[3 + blank_goto], ep.steps[2 + blank_goto]
+    assert scroll.desc == "scroll(down)" and scroll.params[:2] == pytest.approx(hover.params[:2])
+    assert stats.drops == ({} if blank_goto else {"no_frame": 1})
