@@ -264,16 +264,16 @@ def build_source_defs(spec: SourceSpec) -> dg.Definitions:
             raise _fail(e) from None
         metadata = _shards_metadata(spec, key, out, manifest)
         directory = spec.directory(key)
-        sheet = charts.contact_sheet_png(invariants.shard_files(out.directory(directory), directory))
+        sheet = charts.contact_sheet_jpeg(invariants.shard_files(out.directory(directory), directory))
         if sheet is not None:
-            path = out.work(directory) / "contact_sheet.png"
+            path = out.work(directory) / "contact_sheet.jpg"
             atomic.atomic_write_bytes(path, sheet)
             metadata["contact_sheet"] = dg.MetadataValue.md(
                 "Sampled frames: red cross = the action's point, orange = a drag's end, green box = "
                 "the eye-in-hand window (where the previous action left the pointer).\n\n"
-                f"![contact sheet](data:image/png;base64,{base64.b64encode(sheet).decode()})"
+                f"![contact sheet](data:image/jpeg;base64,{base64.b64encode(sheet).decode()})"
             )
-            metadata["contact_sheet_png"] = dg.MetadataValue.path(str(path))
+            metadata["contact_sheet_jpg"] = dg.MetadataValue.path(str(path))
         return dg.Output(
             None,
             metadata=metadata,
