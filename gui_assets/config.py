@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import importlib.util
+import os
+import zlib
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -17,6 +20,14 @@ def deflate_available() -> bool:
 
 def default_frame_codec() -> str:
     return "isal" if deflate_available() else "gzip"
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on (its affinity mask, which containers and taskset narrow)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,3 +67,13 @@ class BuildConfig:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def frame_deflater(config: BuildConfig) -> Callable[[bytes | memoryview], bytes]:
+    """The zlib-stream compressor a frame chunk gets under `config`: ISA-L at isal_level for
+    "isal", zlib at gzip_level (what HDF5's filter does) for "gzip". Both release the GIL."""
+    if config.frame_codec == "isal":
+        from isal import isal_zlib  # imported where used: the gzip fallback must not need it
+
+        return lambda data: isal_zlib.compress(data, config.isal_level)
+    return lambda data: zlib.compress(data, config.gzip_level)

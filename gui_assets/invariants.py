@@ -16,7 +16,6 @@ used in dataset_info.json, check metadata and alerts.
 
 from __future__ import annotations
 
-import os
 import re
 import zlib
 from collections import Counter
@@ -32,6 +31,7 @@ import pyarrow.parquet as pq
 from PIL import Image
 
 from gui_assets.atomic import sha256_file
+from gui_assets.config import usable_cpus
 from gui_assets.cursor import EYE_SIZE, SCREEN_CENTRE, eye_rect, eye_window, inside, next_cursor
 from gui_assets.episode_store import STEPS_FILE, ImageStore
 from gui_assets.images import ImageError, decode_rgb
@@ -100,10 +100,6 @@ def _text(x: Any) -> str:
 
 
 _BATCH = 64  # sampled frames held (compressed) before they are compared
-
-
-def _threads() -> int:
-    return max(1, len(os.sched_getaffinity(0)))
 
 
 def read_chunk(dset: h5py.Dataset, t: int) -> bytes | np.ndarray:
@@ -189,7 +185,7 @@ def alignment_leakage(
     frame_jobs: list[
         tuple[str, bytes | np.ndarray, tuple[int, ...], tuple[str, str, int, int, int, int]]
     ] = []
-    pool = ThreadPoolExecutor(_threads())
+    pool = ThreadPoolExecutor(usable_cpus())
 
     def compare(
         job: tuple[str, bytes | np.ndarray, tuple[int, ...], tuple[str, str, int, int, int, int]],
@@ -298,7 +294,7 @@ def causal_cursor(shards: list[Path], pixel_samples: int = 3) -> Verdict:
     pixel_jobs: list[
         tuple[str, bytes | np.ndarray, tuple[int, ...], bytes | np.ndarray, tuple[int, ...], int, int]
     ] = []
-    pool = ThreadPoolExecutor(_threads())
+    pool = ThreadPoolExecutor(usable_cpus())
 
     def compare(
         job: tuple[str, bytes | np.ndarray, tuple[int, ...], bytes | np.ndarray, tuple[int, ...], int, int],

@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from gui_assets.atomic import atomic_write_text, sha256_file
-from gui_assets.config import BuildConfig
+from gui_assets.config import BuildConfig, frame_deflater
 from gui_assets.cursor import EYE_SIZE
 from gui_assets.episode_store import STEPS_FILE, ImageStore, iter_episodes, read_episode_table
 from gui_assets.errors import EmptyPartitionError
@@ -33,7 +33,13 @@ from gui_assets.images import ImageError, decode_rgb
 from gui_assets.layout import OutLayout, ShardEntry, shard_name, shard_pattern
 from gui_assets.splits import MAIN, VAL
 from gui_assets.stats import BuildStats
-from gui_assets.writers.libero_hdf5 import FrameEncoder, LiberoShardWriter, plan_episode, sweep_directory
+from gui_assets.writers.libero_hdf5 import (
+    FrameEncoder,
+    LiberoShardWriter,
+    crop_window,
+    plan_episode,
+    sweep_directory,
+)
 
 PLAN_FILE = "shard_plan.json"
 UNITS_DIR = "units"
@@ -63,28 +69,18 @@ def estimate_bytes_per_step(layout: OutLayout, directory: str, config: BuildConf
         return 1.0
     picks = sorted({round(i * (len(rows) - 1) / max(1, SAMPLE_STEPS - 1)) for i in range(SAMPLE_STEPS)})
     store = ImageStore(layout.image_store)
-    if config.frame_codec == "isal":
-        from isal.isal_zlib import compress as deflate
-
-        level = config.isal_level
-    else:
-        from zlib import compress as deflate
-
-        level = config.gzip_level
+    deflate = frame_deflater(config)
     sizes = []
     for i in picks:
         r = rows[i]
         try:
             page = decode_rgb(store.get(r["image_sha256"], r["image_ext"]))
+            frame = crop_window(page, r["obs_left"], r["obs_top"], r["obs_width"], r["obs_height"])
         except (ImageError, OSError):
-            continue  # the writer will drop it; the estimate needs only the readable ones
-        frame = np.ascontiguousarray(
-            page[
-                r["obs_top"] : r["obs_top"] + r["obs_height"], r["obs_left"] : r["obs_left"] + r["obs_width"]
-            ]
-        )
-        eye = np.ascontiguousarray(frame[:EYE_SIZE, :EYE_SIZE])
-        sizes.append(len(deflate(frame, level)) + len(deflate(eye, level)) + 600)  # + small arrays
+            continue  # the writer will drop it; the estimate needs only the usable ones
+        eye = frame[:EYE_SIZE, :EYE_SIZE]
+        chunks = (memoryview(np.ascontiguousarray(a)).cast("B") for a in (frame, eye))
+        sizes.append(sum(len(deflate(c)) for c in chunks) + 600)  # + the small arrays
     return float(np.mean(sizes)) if sizes else 1.0
 
 

@@ -33,7 +33,7 @@ import numpy as np
 from PIL import Image
 
 from gui_assets.atomic import sha256_file, sweep_temps
-from gui_assets.config import BuildConfig
+from gui_assets.config import BuildConfig, frame_deflater, usable_cpus
 from gui_assets.cursor import EYE_SIZE, SCREEN_CENTRE, eye_rect, eye_window, inside, next_cursor
 from gui_assets.episode_store import ImageStore
 from gui_assets.images import ImageError, decode_rgb
@@ -78,14 +78,14 @@ class WriterStats:
     build_stats: BuildStats = field(default_factory=BuildStats)
 
 
-def _window(page: np.ndarray, left: int, top: int, width: int, height: int) -> np.ndarray:
+def crop_window(page: np.ndarray, left: int, top: int, width: int, height: int) -> np.ndarray:
     frame = page[top : top + height, left : left + width]
     if frame.shape[0] != height or frame.shape[1] != width:
         raise ImageError(DropReason.UNDECODABLE_IMAGE, f"window {width}x{height}+{left}+{top} outside image")
     return frame
 
 
-def _eye_crop(frame: np.ndarray, x0: int, y0: int) -> np.ndarray:
+def eye_crop(frame: np.ndarray, x0: int, y0: int) -> np.ndarray:
     crop = frame[y0 : y0 + EYE_SIZE, x0 : x0 + EYE_SIZE]
     if crop.shape[:2] != (EYE_SIZE, EYE_SIZE):  # a frame smaller than the window: pad, never stretch
         out = np.zeros((EYE_SIZE, EYE_SIZE, 3), np.uint8)
@@ -162,13 +162,6 @@ def plan_episode(ep: GuiEpisode) -> EpisodePlan:
 StepChunks = tuple[bytes | np.ndarray, bytes | np.ndarray]
 
 
-def default_threads() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover - not Linux
-        return max(1, os.cpu_count() or 1)
-
-
 class EpisodeChunks:
     """One episode's step chunks, in order, as the encoder finishes them.
 
@@ -204,23 +197,21 @@ class FrameEncoder:
     def __init__(self, images: ImageStore, config: BuildConfig, threads: int | None = None) -> None:
         self.images = images
         self.direct = config.frame_codec == "isal"
-        self.level = config.isal_level
-        self.threads = threads or default_threads()
+        self._compress = frame_deflater(config)
+        self.threads = threads or usable_cpus()
         self.window = 2 * self.threads + 2
         self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="gui-assets-frames")
 
     def _deflate(self, a: np.ndarray) -> bytes:
-        from isal import isal_zlib  # imported where used: the gzip fallback must not need it
-
-        return isal_zlib.compress(memoryview(np.ascontiguousarray(a)).cast("B"), self.level)
+        return self._compress(memoryview(np.ascontiguousarray(a)).cast("B"))
 
     def _encode(self, run: PixelRun) -> list[StepChunks] | ImageError:
         try:
             page = decode_rgb(self.images.get(run.sha, run.ext))
             out: list[StepChunks] = []
             for s in run.steps:
-                frame = _window(page, s.left, s.top, s.width, s.height)
-                eye = _eye_crop(frame, s.eye_x0, s.eye_y0)
+                frame = crop_window(page, s.left, s.top, s.width, s.height)
+                eye = eye_crop(frame, s.eye_x0, s.eye_y0)
                 if frame.shape[:2] != (s.out_h, s.out_w):  # normalized coordinates survive the resize
                     frame = np.asarray(
                         Image.fromarray(frame).resize((s.out_w, s.out_h), Image.Resampling.BILINEAR)
