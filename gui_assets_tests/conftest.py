@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from collections.abc import Callable
@@ -126,10 +127,22 @@ def cli_materialize(
 ) -> subprocess.CompletedProcess[str]:
     """The README's command, `dagster asset materialize -m gui_assets --select '<source>*'
     --partition P`, run as a user runs it: a separate process in `cwd`."""
-    select = f"{source}*"
-    cmd = [sys.executable, "-m", "dagster", "asset", "materialize", "-m", "gui_assets"]
-    cmd += ["--select", select, "--partition", partition]
-    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    return dagster_materialize(["--select", f"{source}*", "--partition", partition], cwd, env)
+
+
+def dagster_materialize(
+    args: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: float = 600
+) -> subprocess.CompletedProcess[str]:
+    """`dagster asset materialize -m gui_assets <args>` in its own process, output captured."""
+    cmd = [sys.executable, "-m", "dagster", "asset", "materialize", "-m", "gui_assets", *args]
+    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def free_port() -> int:
+    """A localhost TCP port nothing listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def clean_env(**extra: str) -> dict[str, str]:

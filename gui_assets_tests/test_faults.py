@@ -13,7 +13,6 @@ import ast
 import base64
 import json
 import subprocess
-import sys
 import uuid
 from pathlib import Path
 
@@ -33,7 +32,7 @@ from gui_assets.pipeline import (
     write_shards,
 )
 from gui_assets.sources import MIND2WEB
-from gui_assets_tests.conftest import clean_env
+from gui_assets_tests.conftest import clean_env, dagster_materialize
 from gui_assets_tests.hub_server import LocalHub
 from gui_assets_tests.webhook_server import WebhookReceiver
 
@@ -105,11 +104,8 @@ def test_a_full_disk_fails_the_cli_partition_with_that_message(tmp_path, small_d
     home = tmp_path / "home"
     home.mkdir()
     env = clean_env(GUI_ASSETS_MIRROR=str(mirror), GUI_ASSETS_OUT=str(out), DAGSTER_HOME=str(home))
-    r = subprocess.run(
-        [sys.executable, "-m", "dagster", "asset", "materialize", "-m", "gui_assets", "--partition", "train",
-         "--select", "mind2web,mind2web_episodes,mind2web_splits,mind2web_shards"],
-        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+    chain = "mind2web,mind2web_episodes,mind2web_splits,mind2web_shards"
+    r = dagster_materialize(["--partition", "train", "--select", chain], REPO_ROOT, env)
     assert r.returncode != 0
     assert "is full" in r.stdout + r.stderr and "free space and rerun" in r.stdout + r.stderr
     assert not list((out / "mind2web_train").glob("*.hdf5"))
@@ -142,10 +138,7 @@ def test_the_hub_token_is_never_written_anywhere(tmp_path, demo_mirror):
         )
 
         def cli(*args: str, ok: bool | None = True) -> None:
-            r = subprocess.run(
-                [sys.executable, "-m", "dagster", "asset", "materialize", "-m", "gui_assets", *args],
-                cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600,
-            )  # fmt: skip
+            r = dagster_materialize(list(args), REPO_ROOT, env)
             logs.append(r.stdout + r.stderr)
             assert ok is None or (r.returncode == 0) == ok, (r.stdout + r.stderr)[-3000:]
 

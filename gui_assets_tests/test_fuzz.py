@@ -42,8 +42,8 @@ from hypothesis import strategies as st
 
 from gui_assets import invariants
 from gui_assets.layout import OutLayout
-from gui_assets.mirror import RawInputError, from_mirror
-from gui_assets.pipeline import EmptyPartitionError, RawSettings, build_directory
+from gui_assets.mirror import RawInputError
+from gui_assets.pipeline import EmptyPartitionError, RawSettings, build_directory, fetch_raw
 from gui_assets.sources import AGENTNET, CUAGYM, MIND2WEB, PANGO, WEBARENA, WEBLINX, SourceSpec
 
 FUZZ_CASES: Counter[str] = Counter()  # printed by conftest.pytest_terminal_summary
@@ -347,12 +347,9 @@ def damage_file(path: Path, rng: random.Random, value_kind: str, image_kind: str
 # --- the harness -------------------------------------------------------------------------
 
 
-def _raw_files(spec: SourceSpec, key: str, mirror: Path) -> list[Path]:
-    """Every file the partition reads (folders expanded), as paths in `mirror`."""
-    patterns = spec.file_patterns(key)
-    part = from_mirror(mirror, spec.repo_id, patterns)
-    if spec.resolve_patterns is not None:
-        part = from_mirror(mirror, spec.repo_id, patterns + spec.resolve_patterns(part.root, key))
+def _raw_files(spec: SourceSpec, key: str, mirror: Path, out: Path) -> list[Path]:
+    """Every file the partition reads (folders expanded): the build's own raw fetch lists them."""
+    part = fetch_raw(spec, key, OutLayout(out), RawSettings("mirror", mirror))
     files: list[Path] = []
     for f in part.files:
         p = part.root / f.path
@@ -398,7 +395,7 @@ def test_damaged_raw_data_is_counted_never_crashes(spec, key, demo_mirror, basel
         work = tmp_path_factory.mktemp(f"fuzz-{spec.name}")
         mirror = work / "mirror"
         shutil.copytree(demo_mirror / spec.repo_id, mirror / spec.repo_id, symlinks=True)
-        files = _raw_files(spec, key, mirror)
+        files = _raw_files(spec, key, mirror, work / "out")
         target = files[file_pick % len(files)]
         rng = random.Random(seed)
         what = damage_file(target, rng, value_kind, image_kind)

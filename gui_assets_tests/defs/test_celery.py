@@ -26,19 +26,13 @@ from gui_assets.atomic import sha256_file
 from gui_assets.config import BuildConfig
 from gui_assets.pipeline import RawSettings, build_directory
 from gui_assets.sources import MIND2WEB
-from gui_assets_tests.conftest import clean_env
+from gui_assets_tests.conftest import clean_env, dagster_materialize, free_port
 
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
 CHAIN = "mind2web,mind2web_episodes,mind2web_splits,mind2web_shards,mind2web_dataset_info"
 CAP_MB = 6
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _postgres_bin() -> Path | None:
@@ -61,7 +55,7 @@ def _wait_port(port: int, timeout: float = 30) -> None:
 def redis_url(tmp_path):
     if shutil.which("redis-server") is None:
         pytest.skip("redis-server is not installed (.ci/run installs Debian's redis-server)")
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
         stdout=subprocess.DEVNULL,
@@ -90,7 +84,7 @@ def postgres(tmp_path):
         shutil.chown(data, "postgres")
     subprocess.run([*as_pg, str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres"],
                    check=True, capture_output=True)  # fmt: skip
-    port = _free_port()
+    port = free_port()
     opts = f"-p {port} -c listen_addresses=127.0.0.1 -k {data}"
     # -l: the server must not inherit our pipes, or waiting for pg_ctl waits for the server.
     start = [
@@ -192,11 +186,9 @@ def test_a_two_worker_celery_build_on_postgres_writes_the_single_process_shards(
         )
     try:
         config = json.dumps({"resources": {"build": {"config": {"shard_cap_mb": CAP_MB}}}})
-        r = subprocess.run(
-            [sys.executable, "-m", "dagster", "asset", "materialize", "-m", "gui_assets", "--select", CHAIN,
-             "--partition", "train", "--config-json", config],
-            cwd=REPO, env=env, capture_output=True, text=True, timeout=900,
-        )  # fmt: skip
+        r = dagster_materialize(
+            ["--select", CHAIN, "--partition", "train", "--config-json", config], REPO, env, timeout=900
+        )
         assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
         assert "celery" in (r.stdout + r.stderr).lower()
     finally:

@@ -13,7 +13,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -23,19 +22,13 @@ from pathlib import Path
 import pytest
 
 from gui_assets.backfill import graphql
-from gui_assets_tests.conftest import clean_env
+from gui_assets_tests.conftest import clean_env, cli_materialize, free_port
 
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts" / "ui"
 CHROMIUM = Path("/usr/bin/chromium")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _wait_http(url: str, timeout: float) -> None:
@@ -62,13 +55,9 @@ def dagster_dev(tmp_path, demo_mirror):
     env = clean_env(
         DAGSTER_HOME=str(home), GUI_ASSETS_OUT=str(tmp_path / "out"), GUI_ASSETS_MIRROR=str(demo_mirror)
     )
-    build = subprocess.run(
-        [sys.executable, "-m", "dagster", "asset", "materialize", "-m", "gui_assets", "--select", "mind2web*",
-         "--partition", "train"],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+    build = cli_materialize("train", REPO, env)
     assert build.returncode == 0, build.stderr[-3000:]
-    port = _free_port()
+    port = free_port()
     log = (tmp_path / "dagster-dev.log").open("wb")
     proc = subprocess.Popen(
         [sys.executable, "-m", "dagster", "dev", "-m", "gui_assets", "-h", "127.0.0.1", "-p", str(port)],
