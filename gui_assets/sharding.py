@@ -34,10 +34,8 @@ from gui_assets.layout import OutLayout, ShardEntry, shard_name, shard_pattern
 from gui_assets.splits import MAIN, VAL
 from gui_assets.stats import BuildStats
 from gui_assets.writers.libero_hdf5 import (
-    FrameEncoder,
     LiberoShardWriter,
     crop_window,
-    plan_episode,
     sweep_directory,
 )
 
@@ -142,9 +140,7 @@ def write_unit(
     )
     episodes = (ep for ep in iter_episodes(layout.episodes(directory)) if ep.episode_id in wanted)
     try:
-        with FrameEncoder(ImageStore(layout.image_store), config, threads) as encoder:
-            for plan_ep, chunks in encoder.episodes(plan_episode(ep) for ep in episodes):
-                writer.add_episode(plan_ep, chunks)
+        writer.write_episodes(episodes, ImageStore(layout.image_store), threads)
         writer.finish()
     except BaseException:
         writer.abort()
