@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -61,7 +62,7 @@ def writer_alive(name: str) -> bool:
 
 
 def sweep_temps(directory: Path, only_dead_writers: bool = False) -> int:
-    """Remove temp files a killed writer left behind; returns how many.
+    """Remove temp files (and temp folders) a killed writer left behind; returns how many.
 
     With `only_dead_writers`, a temp file whose writing process still runs is left alone:
     for directories that concurrent builds share (the image store).
@@ -70,10 +71,13 @@ def sweep_temps(directory: Path, only_dead_writers: bool = False) -> int:
         return 0
     n = 0
     for p in directory.iterdir():
-        if p.name.startswith(".") and TMP_MARK in p.name and p.is_file():
+        if p.name.startswith(".") and TMP_MARK in p.name:
             if only_dead_writers and writer_alive(p.name):
                 continue
-            p.unlink(missing_ok=True)
+            if p.is_dir():  # a folder written whole and swapped in (the IR)
+                shutil.rmtree(p, ignore_errors=True)
+            else:
+                p.unlink(missing_ok=True)
             n += 1
     return n
 

@@ -25,7 +25,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from gui_assets.atomic import atomic_write_bytes, atomic_write_text, sweep_temps
+from gui_assets.atomic import TMP_MARK, atomic_write_bytes, atomic_write_text, sweep_temps
 from gui_assets.ir import ActionType, GuiEpisode, GuiStep, Observation, SourceRef
 from gui_assets.stats import BuildStats
 
@@ -215,7 +215,7 @@ class EpisodeWriter:
 
     def __init__(self, directory: Path) -> None:
         self.final = directory
-        self.tmp = directory.with_name(f".{directory.name}.tmp-{os.getpid()}")
+        self.tmp = directory.with_name(f".{directory.name}{TMP_MARK}{os.getpid()}")
         if self.tmp.exists():
             shutil.rmtree(self.tmp)
         self.tmp.mkdir(parents=True)
@@ -268,7 +268,7 @@ class EpisodeWriter:
 
 def _swap_directory(new: Path, final: Path) -> None:
     """Replace `final` by `new` with renames only, so readers see the old or the new, never a mix."""
-    old = final.with_name(f".{final.name}.old-{os.getpid()}")
+    old = final.with_name(f".{final.name}.old{TMP_MARK}{os.getpid()}")  # swept like any temp
     if final.exists():
         os.replace(final, old)
     os.replace(new, final)

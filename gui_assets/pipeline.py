@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from gui_assets import mirror, sharding
-from gui_assets.atomic import TMP_MARK, atomic_path, sweep_temps, writer_alive
+from gui_assets.atomic import atomic_path, sweep_temps
 from gui_assets.config import BuildConfig
 from gui_assets.episode_store import EpisodeWriter, ImageStore, read_episode_table, read_stats
 from gui_assets.errors import DiskFullError, EmptyPartitionError
@@ -91,10 +91,7 @@ def fetch_raw(spec: SourceSpec, key: str, layout: OutLayout, raw: RawSettings) -
         return mirror.from_mirror(raw.mirror, spec.repo_id, patterns)
 
     work = layout.raw_manifest(spec.directory(key)).parent
-    sweep_temps(work, only_dead_writers=True)  # what a killed build of this partition left
-    for stale in [*work.glob(".*.tmp-*"), *work.glob(".*.old-*")]:  # IR folders of a killed build
-        if stale.is_dir() and not writer_alive(stale.name.replace(".old-", TMP_MARK)):
-            shutil.rmtree(stale, ignore_errors=True)
+    sweep_temps(work, only_dead_writers=True)  # files and IR folders a killed build left
     patterns = spec.file_patterns(key)
     part = fetch(patterns)
     if spec.resolve_patterns is not None:
