@@ -23,10 +23,25 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from gui_assets.drops import Drop, DropReason
+
 MAX_MEMBER_BYTES = 256 * 1024 * 1024
 _SYMLINK = 1 << 16  # our own mark in Member.flags (zip flags are 16 bits)
 MAX_RATIO = 1000  # a screenshot never inflates a thousandfold; a zip bomb does
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")
+
+# What opening an archive can raise (its caller decides whether that drops or fails), and what
+# reading one member can raise or record as a refusal.
+OPEN_DROPS = frozenset({DropReason.TRUNCATED_ARCHIVE})
+MEMBER_DROPS = frozenset(
+    {
+        DropReason.UNSAFE_ARCHIVE_MEMBER,
+        DropReason.ENCRYPTED_ARCHIVE_MEMBER,
+        DropReason.UNSUPPORTED_COMPRESSION,
+        DropReason.ARCHIVE_MEMBER_TOO_LARGE,
+        DropReason.TRUNCATED_ARCHIVE_MEMBER,
+    }
+)
 
 _EOCD = b"PK\x05\x06"
 _ZIP64_LOCATOR = b"PK\x06\x07"
@@ -35,12 +50,12 @@ _CENTRAL = b"PK\x01\x02"
 _LOCAL = b"PK\x03\x04"
 
 
-class ArchiveError(Exception):
+class ArchiveError(Drop):
     """A member or a whole archive that cannot be used; `reason` is the drop reason."""
 
-    def __init__(self, reason: str, detail: str) -> None:
-        super().__init__(f"{reason}: {detail}")
-        self.reason = reason
+
+class ImageSourceError(Exception):
+    """No usable image source in a folder (none, or several archives): fails the partition."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +91,7 @@ class _Segments:
             chunk = fh.read(min(n, self.sizes[disk] - (pos - self.base[disk])))  # type: ignore[attr-defined]
             if not chunk:
                 raise ArchiveError(
-                    "truncated_archive_member", f"read past the end of {self.paths[disk].name}"
+                    DropReason.TRUNCATED_ARCHIVE_MEMBER, f"read past the end of {self.paths[disk].name}"
                 )
             out += chunk
             pos += len(chunk)
@@ -101,7 +116,8 @@ def split_segments(zip_path: Path) -> list[Path]:
     )
     if parts and [int(p.suffix[2:]) for p in parts] != list(range(1, len(parts) + 1)):
         raise ArchiveError(
-            "truncated_archive", f"missing segments of {zip_path.name}: have {[p.name for p in parts]}"
+            DropReason.TRUNCATED_ARCHIVE,
+            f"missing segments of {zip_path.name}: have {[p.name for p in parts]}",
         )
     return [*parts, zip_path]
 
@@ -134,7 +150,7 @@ class ZipImages:
         self.path = zip_path
         self.segments = _Segments(split_segments(zip_path))
         self.members: dict[str, Member] = {}
-        self.refused: dict[str, str] = {}
+        self.refused: dict[str, DropReason] = {}
         self._read_central_directory()
 
     def _read_central_directory(self) -> None:
@@ -144,26 +160,28 @@ class ZipImages:
         tail = seg.read(seg.base[last] + seg.sizes[last] - tail_len, tail_len)
         at = tail.rfind(_EOCD)
         if at < 0:
-            raise ArchiveError("truncated_archive", f"{self.path.name}: no end of central directory")
+            raise ArchiveError(DropReason.TRUNCATED_ARCHIVE, f"{self.path.name}: no end of central directory")
         (_, _, cd_disk, _, total, cd_size, cd_offset, _) = struct.unpack_from("<4sHHHHIIH", tail, at)
         if 0xFFFF in (cd_disk, total) or 0xFFFFFFFF in (cd_size, cd_offset):
             loc = tail.rfind(_ZIP64_LOCATOR, 0, at)
             if loc < 0:
-                raise ArchiveError("truncated_archive", f"{self.path.name}: zip64 locator missing")
+                raise ArchiveError(DropReason.TRUNCATED_ARCHIVE, f"{self.path.name}: zip64 locator missing")
             _, z64_disk, z64_off, _ = struct.unpack_from("<4sIQI", tail, loc)
             rec = seg.read(seg.base[z64_disk] + z64_off, 56)
             if rec[:4] != _ZIP64_EOCD:
-                raise ArchiveError("truncated_archive", f"{self.path.name}: bad zip64 record")
+                raise ArchiveError(DropReason.TRUNCATED_ARCHIVE, f"{self.path.name}: bad zip64 record")
             (_, _, _, _, _, cd_disk, _, total, cd_size, cd_offset) = struct.unpack_from("<4sQHHIIQQQQ", rec)
         if cd_disk >= len(seg.paths):
             raise ArchiveError(
-                "truncated_archive", f"{self.path.name}: central directory on a missing segment"
+                DropReason.TRUNCATED_ARCHIVE, f"{self.path.name}: central directory on a missing segment"
             )
         cd = seg.read(seg.base[cd_disk] + cd_offset, cd_size)
         i = 0
         for _ in range(total):
             if cd[i : i + 4] != _CENTRAL:
-                raise ArchiveError("truncated_archive", f"{self.path.name}: corrupt central directory")
+                raise ArchiveError(
+                    DropReason.TRUNCATED_ARCHIVE, f"{self.path.name}: corrupt central directory"
+                )
             (
                 _,
                 made_by,
@@ -199,15 +217,15 @@ class ZipImages:
         path = PurePosixPath(m.name.replace("\\", "/"))
         # Members are looked up by file name, so a refusal is recorded under it too.
         if path.is_absolute() or ".." in path.parts or re.match(r"^[A-Za-z]:", m.name) or m.flags & _SYMLINK:
-            self.refused[path.name] = "unsafe_archive_member"
+            self.refused[path.name] = DropReason.UNSAFE_ARCHIVE_MEMBER
         elif m.flags & 0x1:
-            self.refused[path.name] = "encrypted_archive_member"
+            self.refused[path.name] = DropReason.ENCRYPTED_ARCHIVE_MEMBER
         elif m.method not in (0, 8):
-            self.refused[path.name] = "unsupported_compression"
+            self.refused[path.name] = DropReason.UNSUPPORTED_COMPRESSION
         elif m.size > MAX_MEMBER_BYTES or (m.compressed and m.size / m.compressed > MAX_RATIO):
-            self.refused[path.name] = "archive_member_too_large"
+            self.refused[path.name] = DropReason.ARCHIVE_MEMBER_TOO_LARGE
         elif m.disk >= len(self.segments.paths):
-            self.refused[path.name] = "truncated_archive"
+            self.refused[path.name] = DropReason.TRUNCATED_ARCHIVE_MEMBER  # on a missing segment
         else:
             self.members.setdefault(path.name, m)
 
@@ -224,7 +242,7 @@ class ZipImages:
         start = seg.base[m.disk] + m.offset
         header = seg.read(start, 30)
         if header[:4] != _LOCAL:
-            raise ArchiveError("truncated_archive_member", f"{name}: no local header at its offset")
+            raise ArchiveError(DropReason.TRUNCATED_ARCHIVE_MEMBER, f"{name}: no local header at its offset")
         nlen, elen = struct.unpack_from("<HH", header, 26)
         data = seg.read(start + 30 + nlen + elen, m.compressed)
         if m.method == 8:
@@ -232,9 +250,9 @@ class ZipImages:
             try:
                 data = d.decompress(data, MAX_MEMBER_BYTES + 1) + d.flush()
             except zlib.error as e:
-                raise ArchiveError("truncated_archive_member", f"{name}: {e}") from None
+                raise ArchiveError(DropReason.TRUNCATED_ARCHIVE_MEMBER, f"{name}: {e}") from None
         if len(data) != m.size or (zlib.crc32(data) & 0xFFFFFFFF) != m.crc:
-            raise ArchiveError("truncated_archive_member", f"{name}: size or CRC mismatch")
+            raise ArchiveError(DropReason.TRUNCATED_ARCHIVE_MEMBER, f"{name}: size or CRC mismatch")
         return data
 
     def close(self) -> None:
@@ -247,14 +265,16 @@ class FolderImages:
     def __init__(self, root: Path) -> None:
         self.path = root
         self.members: dict[str, Path] = {}
-        self.refused: dict[str, str] = {}
+        self.refused: dict[str, DropReason] = {}
         inside = root.resolve()
         for dirpath, _, files in os.walk(root):
             for f in sorted(files):
                 if f.lower().endswith(IMAGE_SUFFIXES):
                     p = Path(dirpath) / f
                     if p.is_symlink() and not p.resolve().is_relative_to(inside):
-                        self.refused.setdefault(f, "unsafe_archive_member")  # points out of the folder
+                        self.refused.setdefault(
+                            f, DropReason.UNSAFE_ARCHIVE_MEMBER
+                        )  # points out of the folder
                         continue
                     self.members.setdefault(f, p)
 
@@ -264,7 +284,7 @@ class FolderImages:
     def read(self, name: str) -> bytes:
         p = self.members[name]
         if p.stat().st_size > MAX_MEMBER_BYTES:
-            raise ArchiveError("archive_member_too_large", name)
+            raise ArchiveError(DropReason.ARCHIVE_MEMBER_TOO_LARGE, name)
         return p.read_bytes()
 
     def close(self) -> None:
@@ -273,12 +293,13 @@ class FolderImages:
 
 def open_images(directory: Path) -> ZipImages | FolderImages:
     """The image source in `directory`: its zip archive (plain or split) if there is one,
-    else the folder itself. Raises ArchiveError when there is neither."""
+    else the folder itself. Raises ImageSourceError when there is neither, or several zips;
+    ArchiveError when the one archive is unreadable."""
     zips = sorted(directory.glob("*.zip")) if directory.is_dir() else []
     if len(zips) > 1:
-        raise ArchiveError("ambiguous_archive", f"{directory}: several zip archives {[z.name for z in zips]}")
+        raise ImageSourceError(f"{directory}: several zip archives {[z.name for z in zips]}")
     if zips:
         return ZipImages(zips[0])
     if directory.is_dir() and any(directory.rglob("*")):
         return FolderImages(directory)
-    raise ArchiveError("missing_archive", f"{directory}: no images.zip and no extracted images")
+    raise ImageSourceError(f"{directory}: no images.zip and no extracted images")

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw, ImageFont
 
+from gui_assets.atomic import atomic_write_bytes
 from gui_assets.stats import SCROLL_BUCKETS
 
 _COLOURS = [(66, 133, 244), (52, 168, 83), (251, 188, 5), (234, 67, 53)]
@@ -115,3 +116,31 @@ def contact_sheet_jpeg(shards: list[Path], samples: int = 8, thumb_w: int = 300)
     # JPEG: a sheet of screenshots is a quarter of its PNG size, and it travels in event metadata.
     sheet.save(buf, format="JPEG", quality=85)
     return buf.getvalue()
+
+
+def write_scroll_chart(hist: dict[str, dict[str, int]], title: str, path: Path) -> bytes:
+    """Draw the scroll histogram chart, keep it at `path`, and return its PNG bytes."""
+    png = scroll_histogram_png(hist, title)
+    atomic_write_bytes(path, png)
+    return png
+
+
+def write_contact_sheet(shards: list[Path], path: Path) -> bytes | None:
+    """Draw the shards' contact sheet, keep it at `path`, and return its JPEG bytes (None when
+    there is no frame to draw)."""
+    sheet = contact_sheet_jpeg(shards)
+    if sheet is not None:
+        atomic_write_bytes(path, sheet)
+    return sheet
+
+
+def histogram_table(hist: dict[str, dict[str, int]]) -> str:
+    """The scroll histogram as a markdown table: direction rows x magnitude bucket columns."""
+    buckets = [lbl for _, lbl in SCROLL_BUCKETS]
+    lines = ["| view direction | " + " | ".join(buckets) + " | total |", "|---" * (len(buckets) + 2) + "|"]
+    for d in ("down", "up", "left", "right"):
+        row = hist.get(d, {})
+        lines.append(
+            f"| {d} | " + " | ".join(str(row.get(b, 0)) for b in buckets) + f" | {sum(row.values())} |"
+        )
+    return "\n".join(lines)

@@ -47,6 +47,9 @@ class BuildConfig:
     scroll_bottom_margin: float = 0.10
     # Pango: keep mouseover_start/_end pairs as HOVER steps (else they are dropped as pointer noise).
     pango_hover: bool = False
+    # Everything the shard writer holds decoded at once (pages being cropped, chunks read ahead);
+    # a page that alone needs more is left out by name (frame_over_budget), never decoded.
+    decode_budget_mb: int = 512
 
     def __post_init__(self) -> None:
         if self.shard_cap_bytes <= 0:
@@ -59,11 +62,17 @@ class BuildConfig:
             raise ValueError("frame_codec 'isal' needs the isal package (pip install isal)")
         if not 0 <= self.isal_level <= 3:
             raise ValueError("isal_level must be 0..3")
+        if self.decode_budget_mb < 64:
+            raise ValueError("decode_budget_mb must be at least 64")
         if not 0 < self.scroll_step_fraction <= 1:
             raise ValueError("scroll_step_fraction must be in (0, 1]")
         if not 0 <= self.scroll_bottom_margin < 1 - self.scroll_step_fraction + 1e-9:
             # Otherwise a scroll step could carry the target past the top of the view.
             raise ValueError("scroll_bottom_margin must be below 1 - scroll_step_fraction")
+
+    @property
+    def decode_budget_bytes(self) -> int:
+        return self.decode_budget_mb * 1000 * 1000
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

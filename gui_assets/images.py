@@ -6,13 +6,14 @@ import contextlib
 import io
 import struct
 import warnings
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
-from gui_assets.ir import DropReason
+from gui_assets.drops import Drop, DropReason
 
 try:  # libspng through imagecodecs: about 2x Pillow's PNG decode, and it releases the GIL
     from imagecodecs import spng_decode as _spng_decode
@@ -45,6 +46,11 @@ def _our_pixel_limit() -> Iterator[None]:
         Image.MAX_IMAGE_PIXELS = saved
 
 
+DROPS = frozenset(
+    {DropReason.UNDECODABLE_IMAGE, DropReason.UNSUPPORTED_IMAGE_FORMAT, DropReason.IMAGE_TOO_LARGE}
+)
+
+
 @dataclass(frozen=True, slots=True)
 class ImageHeader:
     ext: str
@@ -52,12 +58,8 @@ class ImageHeader:
     height: int
 
 
-class ImageError(Exception):
+class ImageError(Drop):
     """Bytes that are not a usable screenshot; `reason` is the drop reason to count."""
-
-    def __init__(self, reason: DropReason, detail: str) -> None:
-        super().__init__(f"{reason.value}: {detail}")
-        self.reason = reason
 
 
 def sniff_ext(data: bytes) -> str | None:
@@ -67,11 +69,13 @@ def sniff_ext(data: bytes) -> str | None:
     return None
 
 
-def inspect(data: bytes) -> ImageHeader:
+def inspect(data: bytes, max_size: tuple[int, int] | None = None) -> ImageHeader:
     """Identify by content and read the size without decoding pixels.
 
     PNGs are also CRC-verified (cheap: no inflate), which catches most truncation and bit
-    rot before the image enters the store. Raises ImageError naming the drop reason.
+    rot before the image enters the store, and must carry enough compressed data for the size
+    their header claims (deflate never packs more than about 1032:1). `max_size` is the largest
+    (width, height) the source can really produce. Raises ImageError naming the drop reason.
     """
     ext = sniff_ext(data)
     if ext is None:
@@ -85,26 +89,116 @@ def inspect(data: bytes) -> ImageHeader:
         raise ImageError(DropReason.UNDECODABLE_IMAGE, f"{type(e).__name__}: {e}") from e
     if width <= 0 or height <= 0 or width * height > MAX_PIXELS:
         raise ImageError(DropReason.UNDECODABLE_IMAGE, f"implausible size {width}x{height}")
+    if max_size is not None and (width > max_size[0] or height > max_size[1]):
+        raise ImageError(
+            DropReason.IMAGE_TOO_LARGE,
+            f"{width}x{height} is beyond this source's {max_size[0]}x{max_size[1]}",
+        )
+    if ext == "png":
+        png_layout(data)  # raises when the data cannot hold the pixels the header claims
     return ImageHeader(ext=ext, width=width, height=height)
 
 
-def _png_fast_path(data: bytes) -> bool:
-    """An 8-bit, non-interlaced RGB or RGBA PNG within the pixel limit: what screenshots are.
+@dataclass(frozen=True, slots=True)
+class PngLayout:
+    """A PNG's header fields and where its compressed pixel data lies, read without inflating."""
 
-    Anything else (palette, grey, 16-bit, Adam7) takes Pillow's path, whose conversions define
-    the pixels; for these two layouts both decoders give the same bytes (tested).
-    """
-    if _spng_decode is None or len(data) < 33 or not data.startswith(b"\x89PNG\r\n\x1a\n"):
-        return False
-    if data[12:16] != b"IHDR":
-        return False
+    width: int
+    height: int
+    depth: int
+    colour: int
+    interlace: int
+    idat: tuple[tuple[int, int], ...]  # (offset, length) of each IDAT chunk's data
+
+    @property
+    def stride(self) -> int:
+        """Bytes per row of the inflated stream: a filter byte and the packed samples."""
+        return 1 + (self.width * _CHANNELS.get(self.colour, 4) * self.depth + 7) // 8
+
+    @property
+    def simple(self) -> bool:
+        """8-bit, non-interlaced RGB or RGBA: what screenshots are, and what the fast paths take."""
+        return self.depth == 8 and self.colour in (2, 6) and self.interlace == 0
+
+
+_CHANNELS = {0: 1, 2: 3, 3: 1, 4: 2, 6: 4}
+_DEFLATE_MAX_RATIO = 1032  # deflate cannot expand more than this; anything claiming more is short
+
+
+def png_layout(data: bytes) -> PngLayout:
+    """Walk a PNG's chunks (headers only). Raises ImageError when the chunk structure is broken
+    or the compressed data is far too small for the rows the header claims: a forged or
+    truncated file is refused before any pixel buffer is allocated."""
+    if len(data) < 33 or data[12:16] != b"IHDR":
+        raise ImageError(DropReason.UNDECODABLE_IMAGE, "no IHDR")
     width, height, depth, colour, _, _, interlace = struct.unpack(">IIBBBBB", data[16:29])
-    return depth == 8 and colour in (2, 6) and interlace == 0 and 0 < width * height <= MAX_PIXELS
+    idat: list[tuple[int, int]] = []
+    pos = 8
+    while pos + 8 <= len(data):
+        length, kind = struct.unpack(">I4s", data[pos : pos + 8])
+        if pos + 12 + length > len(data):
+            break  # a truncated last chunk: what is there is counted below
+        if kind == b"IDAT":
+            idat.append((pos + 8, length))
+        if kind == b"IEND":
+            break
+        pos += 12 + length
+    layout = PngLayout(width, height, depth, colour, interlace, tuple(idat))
+    compressed = sum(n for _, n in idat)
+    if layout.stride * height > compressed * _DEFLATE_MAX_RATIO + 1024:
+        raise ImageError(
+            DropReason.UNDECODABLE_IMAGE,
+            f"{compressed} bytes of pixel data cannot hold a {width}x{height} image: truncated or forged",
+        )
+    return layout
 
 
-def decode_rgb(data: bytes) -> np.ndarray:
-    """Decode to an (H, W, 3) uint8 array. Raises ImageError on bytes that will not decode."""
-    if _png_fast_path(data):
+def image_size(data: bytes) -> tuple[int, int]:
+    """(width, height) from the header alone."""
+    if data.startswith(b"\x89PNG\r\n\x1a\n") and data[12:16] == b"IHDR":
+        return struct.unpack(">II", data[16:24])
+    try:
+        with _our_pixel_limit(), Image.open(io.BytesIO(data)) as im:
+            return im.size
+    except _DECODE_ERRORS as e:
+        raise ImageError(DropReason.UNDECODABLE_IMAGE, f"{type(e).__name__}: {e}") from e
+
+
+def _top_rows_png(data: bytes, layout: PngLayout, rows: int) -> bytes:
+    """A PNG of the first `rows` rows of `data`: only their part of the stream is inflated (and
+    stored again uncompressed, so decoding it costs a copy), never the rows below."""
+    need = rows * layout.stride
+    inflater = zlib.decompressobj()
+    out = bytearray()
+    try:
+        for offset, length in layout.idat:
+            out += inflater.decompress(data[offset : offset + length], need - len(out))
+            if len(out) >= need:
+                break
+    except zlib.error as e:
+        raise ImageError(DropReason.UNDECODABLE_IMAGE, f"zlib: {e}") from e
+    if len(out) < need:
+        raise ImageError(DropReason.UNDECODABLE_IMAGE, f"pixel data ends before row {rows}")
+    ihdr = struct.pack(">IIBBBBB", layout.width, rows, layout.depth, layout.colour, 0, 0, 0)
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+    return (
+        data[:8]
+        + chunk(b"IHDR", ihdr)
+        + chunk(b"IDAT", zlib.compress(bytes(out[:need]), 0))
+        + chunk(b"IEND", b"")
+    )
+
+
+def decode_rgb(data: bytes, rows: int | None = None) -> np.ndarray:
+    """Decode to an (H, W, 3) uint8 array, or only its top `rows` rows when fewer are needed (a
+    tall page viewed near its top). Raises ImageError on bytes that will not decode."""
+    layout = png_layout(data) if data.startswith(b"\x89PNG\r\n\x1a\n") else None
+    if layout is not None and layout.simple and _spng_decode is not None:
+        if rows is not None and rows < layout.height:
+            data = _top_rows_png(data, layout, rows)
         try:
             arr = _spng_decode(data)
         except Exception:
@@ -115,6 +209,7 @@ def decode_rgb(data: bytes) -> np.ndarray:
         with _our_pixel_limit(), Image.open(io.BytesIO(data)) as im:
             im.load()
             rgb = im if im.mode == "RGB" else im.convert("RGB")
-            return np.asarray(rgb, dtype=np.uint8)
+            arr = np.asarray(rgb, dtype=np.uint8)
+            return arr if rows is None else arr[:rows]
     except _DECODE_ERRORS as e:
         raise ImageError(DropReason.UNDECODABLE_IMAGE, f"{type(e).__name__}: {e}") from e

@@ -8,7 +8,8 @@
     scroll_histogram    SCROLL desc is the view direction (the inverse of the gesture); the
                         histogram itself is always reported
     split_disjointness  no episode (by content hash) or group id on two sides of a split
-    shard_integrity     shards open, are contiguous, respect the cap, and match dataset_info.json
+    shard_integrity     (gui_assets.integrity) shards open, are contiguous, respect the cap, and
+                        match dataset_info.json
 
 Each verdict carries its key figures and a few example (shard/demo, step) ids, the same names
 used in dataset_info.json, check metadata and alerts.
@@ -17,32 +18,29 @@ used in dataset_info.json, check metadata and alerts.
 from __future__ import annotations
 
 import re
-import zlib
 from collections import Counter
-from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import h5py
 import numpy as np
 import pyarrow.parquet as pq
 from PIL import Image
 
-from gui_assets.atomic import sha256_file
-from gui_assets.config import usable_cpus
 from gui_assets.cursor import EYE_SIZE, SCREEN_CENTRE, eye_rect, eye_window, inside, next_cursor
 from gui_assets.episode_store import STEPS_FILE, ImageStore
 from gui_assets.images import ImageError, decode_rgb
 from gui_assets.ir import ACTION_TYPE_NAMES, POINTER_TYPES, ActionType, allowed_masks, view_direction
-from gui_assets.layout import DatasetInfo, shard_pattern
+from gui_assets.shard_reader import (
+    ThreadedCompare,
+    close_pixels,
+    demos,
+    inflate,
+    read_chunk,
+    sample_steps,
+    text,
+)
 from gui_assets.stats import SCROLL_BUCKETS
-
-try:  # ISA-L inflates a frame about 3x faster than zlib; both release the GIL
-    from isal.isal_zlib import decompress as _zlib_decompress
-except ImportError:  # pragma: no cover
-    _zlib_decompress = zlib.decompress
 
 ERROR = "ERROR"
 WARN = "WARN"
@@ -62,7 +60,7 @@ class Verdict:
     examples: list[str] = field(default_factory=list)
 
 
-class _Offenders:
+class Offenders:
     """Counts offending steps by kind and keeps the first few as examples."""
 
     def __init__(self) -> None:
@@ -79,88 +77,77 @@ class _Offenders:
         return sum(self.counts.values())
 
 
-def shard_files(directory: Path, name: str) -> list[Path]:
-    """The main and val shard series of a directory, in order."""
-    files = []
-    for val in (False, True):
-        pat = shard_pattern(name, val)
-        files += sorted(p for p in directory.glob("*.hdf5") if pat.fullmatch(p.name))
-    return files
-
-
-def _demos(shards: list[Path]) -> Iterator[tuple[str, h5py.Group]]:
-    for path in shards:
-        with h5py.File(path, "r") as f:
-            for name in sorted(f["data"], key=lambda k: int(k[5:])):
-                yield f"{path.name}/{name}", f["data"][name]
-
-
-def _text(x: Any) -> str:
-    return x.decode("utf-8") if isinstance(x, bytes) else str(x)
-
-
-_BATCH = 64  # sampled frames held (compressed) before they are compared
-
-
-def read_chunk(dset: h5py.Dataset, t: int) -> bytes | np.ndarray:
-    """Frame t of a one-frame-per-chunk gzip dataset as its stored zlib stream (no HDF5 filter
-    work, so callers can inflate on threads), or the decoded frame for any other layout."""
-    if (
-        dset.compression == "gzip"
-        and dset.chunks == (1, *dset.shape[1:])
-        and not dset.shuffle
-        and not dset.fletcher32
-        and dset.scaleoffset is None
-    ):
-        mask, raw = dset.id.read_direct_chunk((t,) + (0,) * (dset.ndim - 1))
-        if mask == 0:
-            return raw
-    return dset[t]
-
-
-def inflate(chunk: bytes | np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    if isinstance(chunk, np.ndarray):
-        return chunk
-    return np.frombuffer(_zlib_decompress(chunk), np.uint8).reshape(shape)
-
-
-def close_pixels(a: np.ndarray, b: np.ndarray, tolerance: float = 1.0) -> bool:
-    """Mean absolute difference at most `tolerance` (identical frames, the usual case, exit early)."""
-    if a.shape != b.shape:
-        return False
-    if np.array_equal(a, b):
-        return True
-    return bool(np.abs(a.astype(np.int16) - b.astype(np.int16)).mean() <= tolerance)
-
-
-def _samples(T: int, n: int) -> list[int]:
-    """Up to n step indices spread over an episode: first, last, and evenly between."""
-    if n >= T:
-        return list(range(T))
-    return sorted({round(i * (T - 1) / (n - 1)) for i in range(n)})
-
-
 # --- alignment leakage -------------------------------------------------------------------
 
 
-def _ir_observations(ir_dir: Path) -> dict[str, list[tuple[str, str, int, int, int, int]]]:
-    cols = [
-        "episode_id",
-        "step_index",
-        "image_sha256",
-        "image_ext",
-        "obs_left",
-        "obs_top",
-        "obs_width",
-        "obs_height",
-    ]
-    table = pq.read_table(ir_dir / STEPS_FILE, columns=cols).to_pylist()
-    out: dict[str, list[tuple[str, str, int, int, int, int]]] = {}
-    for r in table:
+Window = tuple[str, str, int, int, int, int]  # an IR observation: sha, ext, left, top, width, height
+
+
+def _ir_observations(ir_dir: Path) -> dict[str, list[Window]]:
+    cols = ["episode_id", "image_sha256", "image_ext", "obs_left", "obs_top", "obs_width", "obs_height"]
+    out: dict[str, list[Window]] = {}
+    for r in pq.read_table(ir_dir / STEPS_FILE, columns=cols).to_pylist():
         out.setdefault(r["episode_id"], []).append(
             (r["image_sha256"], r["image_ext"], r["obs_left"], r["obs_top"], r["obs_width"], r["obs_height"])
         )
     return out
+
+
+@dataclass(slots=True)
+class _EyeRates:
+    """Grounded pointer steps whose target lies inside eye_rect: over all of them, and over
+    those whose cursor a previous action of the episode placed."""
+
+    inside: int = 0
+    pointer: int = 0
+    placed_inside: int = 0
+    placed: int = 0
+
+    def add_demo(self, types: np.ndarray, prm: np.ndarray, mask: np.ndarray, rect: np.ndarray) -> None:
+        placed = False  # has an action of this episode put the pointer somewhere yet?
+        for t in range(len(types)):
+            kind = ActionType(int(types[t]))
+            if mask[t, 0] and kind in POINTER_TYPES and kind != ActionType.SCROLL:
+                hit = int(inside((float(prm[t, 0]), float(prm[t, 1])), tuple(float(v) for v in rect[t])))  # type: ignore[arg-type]
+                self.pointer += 1
+                self.inside += hit
+                if placed:
+                    self.placed += 1
+                    self.placed_inside += hit
+            placed = placed or bool(mask[t, 0] and kind in POINTER_TYPES)
+
+    @property
+    def rate(self) -> float:
+        return self.inside / self.pointer if self.pointer else 0.0
+
+    @property
+    def placed_rate(self) -> float:
+        return self.placed_inside / self.placed if self.placed else 0.0
+
+    def figures(self) -> dict[str, Any]:
+        return {
+            "target_inside_eye_in_hand_rate": round(self.rate, 6),
+            "numerator": self.inside,
+            "denominator": self.pointer,
+            "demonstrated_cursor_rate": round(self.placed_rate, 6),
+            "demonstrated_cursor_steps": self.placed,
+        }
+
+
+def _frame_mismatch(
+    images: ImageStore, job: tuple[str, bytes | np.ndarray, tuple[int, ...], Window]
+) -> str | None:
+    """None when a stored frame is its step's observation in the IR, else what is wrong."""
+    _, chunk, shape, (sha, ext, left, top, w, h) = job
+    try:
+        want = decode_rgb(images.get(sha, ext), top + h)[top : top + h, left : left + w]
+    except (ImageError, OSError):
+        return "IR screenshot unreadable"
+    if want.shape[:2] != shape[:2]:
+        want = np.asarray(Image.fromarray(want).resize((shape[1], shape[0]), Image.Resampling.BILINEAR))
+    if not close_pixels(inflate(chunk, shape), want):
+        return "frame is not the pre-action observation of its step"
+    return None
 
 
 def alignment_leakage(
@@ -177,187 +164,122 @@ def alignment_leakage(
     recorded pre-action observation of their step: a frame/action pairing shifted by one step
     shows the next screen and fails.
     """
-    inside_n = pointer_n = placed_inside = placed_n = 0
-    bad = _Offenders()
+    rates = _EyeRates()
+    bad = Offenders()
     obs = _ir_observations(ir_dir) if ir_dir is not None and images is not None else None
-    frames_checked = 0
-    # Frames are read here (HDF5 is serial) and inflated, decoded and compared on threads.
-    frame_jobs: list[
-        tuple[str, bytes | np.ndarray, tuple[int, ...], tuple[str, str, int, int, int, int]]
-    ] = []
-    pool = ThreadPoolExecutor(usable_cpus())
+    checked = [0]
 
-    def compare(
-        job: tuple[str, bytes | np.ndarray, tuple[int, ...], tuple[str, str, int, int, int, int]],
-    ) -> str | None:
-        _, chunk, shape, (sha, ext, left, top, w, h) = job
-        try:
-            want = decode_rgb(images.get(sha, ext))[top : top + h, left : left + w]  # type: ignore[union-attr]
-        except (ImageError, OSError):
-            return "IR screenshot unreadable"
-        if want.shape[:2] != shape[:2]:
-            want = np.asarray(Image.fromarray(want).resize((shape[1], shape[0]), Image.Resampling.BILINEAR))
-        if not close_pixels(inflate(chunk, shape), want):
-            return "frame is not the pre-action observation of its step"
-        return None
+    def on_result(job: tuple[str, Any, Any, Any], kind: str | None) -> None:
+        checked[0] += kind is None or kind.startswith("frame")
+        if kind is not None:
+            bad.add(kind, job[0])
 
-    def compare_frames() -> None:
-        nonlocal frames_checked
-        for job, kind in zip(frame_jobs, pool.map(compare, frame_jobs), strict=True):
-            if kind is None or kind.startswith("frame"):
-                frames_checked += 1
-            if kind is not None:
-                bad.add(kind, job[0])
-        frame_jobs.clear()
-
-    for where, demo in _demos(shards):
-        types, prm, mask, rect = (
-            demo[k][:] for k in ("action_type", "action_params", "action_mask", "eye_rect")
-        )
-        placed = False  # has an action of this episode put the pointer somewhere yet?
-        for t in range(len(types)):
-            kind = ActionType(int(types[t]))
-            if mask[t, 0] and kind in POINTER_TYPES and kind != ActionType.SCROLL:
-                point = (float(prm[t, 0]), float(prm[t, 1]))
-                hit = int(inside(point, tuple(float(v) for v in rect[t])))  # type: ignore[arg-type]
-                pointer_n += 1
-                inside_n += hit
-                if placed:
-                    placed_n += 1
-                    placed_inside += hit
-            placed = placed or bool(mask[t, 0] and kind in POINTER_TYPES)
-        if obs is None or images is None:
-            continue
-        episode = obs.get(_text(demo.attrs["episode_id"]))
-        if episode is None or len(episode) != len(types):
-            bad.add("steps differ from the IR episode", where)
-            continue
-        av = demo["obs/agentview_rgb"]
-        for t in _samples(len(types), frame_samples):
-            frame_jobs.append((f"{where} step {t}", read_chunk(av, t), av.shape[1:], episode[t]))
-        if len(frame_jobs) >= _BATCH:
-            compare_frames()
-    compare_frames()
-    pool.shutdown()
-    rate = inside_n / pointer_n if pointer_n else 0.0
-    placed_rate = placed_inside / placed_n if placed_n else 0.0
-    figures: dict[str, Any] = {
-        "target_inside_eye_in_hand_rate": round(rate, 6),
-        "numerator": inside_n,
-        "denominator": pointer_n,
-        "demonstrated_cursor_rate": round(placed_rate, 6),
-        "demonstrated_cursor_steps": placed_n,
-        "frames_checked": frames_checked,
+    with ThreadedCompare(lambda job: _frame_mismatch(images, job), on_result) as frames:  # type: ignore[arg-type]
+        for where, demo in demos(shards):
+            types = demo["action_type"][:]
+            rates.add_demo(types, demo["action_params"][:], demo["action_mask"][:], demo["eye_rect"][:])
+            if obs is None:
+                continue
+            episode = obs.get(text(demo.attrs["episode_id"]))
+            if episode is None or len(episode) != len(types):
+                bad.add("steps differ from the IR episode", where)
+                continue
+            av = demo["obs/agentview_rgb"]
+            for t in sample_steps(len(types), frame_samples):
+                frames.add((f"{where} step {t}", read_chunk(av, t), av.shape[1:], episode[t]))
+    figures = {
+        **rates.figures(),
+        "frames_checked": checked[0],
         "frame_mismatches": bad.total,
         "mismatch_kinds": dict(bad.counts),
     }
+    return _leakage_verdict(rates, bad, figures)
+
+
+def _leakage_verdict(rates: _EyeRates, bad: Offenders, figures: dict[str, Any]) -> Verdict:
     if bad.total:
+        summary = f"{bad.total} frames are not their step's pre-action observation"
+        return Verdict(False, ERROR, summary, figures, bad.examples)
+    rate, placed_rate = rates.rate, rates.placed_rate
+    if (rates.pointer and rate >= LEAK_RATE) or (rates.placed and placed_rate >= LEAK_RATE):
         return Verdict(
             False,
             ERROR,
-            f"{bad.total} frames are not their step's pre-action observation",
-            figures,
-            bad.examples,
-        )
-    if (pointer_n and rate >= LEAK_RATE) or (placed_n and placed_rate >= LEAK_RATE):
-        return Verdict(
-            False,
-            ERROR,
-            f"leak: target_inside_eye_in_hand_rate {rate:.3f} ({inside_n}/{pointer_n}), "
-            f"{placed_rate:.3f} where a previous action placed the cursor ({placed_inside}/{placed_n}); "
+            f"leak: target_inside_eye_in_hand_rate {rate:.3f} ({rates.inside}/{rates.pointer}), "
+            f"{placed_rate:.3f} where a previous action placed the cursor "
+            f"({rates.placed_inside}/{rates.placed}); "
             f">= {LEAK_RATE} means the crop shows the answer",
             figures,
         )
     lo, hi = HEALTHY_RATE
-    if pointer_n >= MIN_STEPS_FOR_BAND and not lo <= rate <= hi:
-        return Verdict(
-            False, WARN, f"target_inside_eye_in_hand_rate {rate:.3f} outside the healthy {lo}..{hi}", figures
-        )
-    return Verdict(
-        True,
-        ERROR,
-        f"rate {rate:.3f} over {pointer_n} grounded pointer steps; "
-        f"{frames_checked} frames match their step's observation",
-        figures,
+    if rates.pointer >= MIN_STEPS_FOR_BAND and not lo <= rate <= hi:
+        summary = f"target_inside_eye_in_hand_rate {rate:.3f} outside the healthy {lo}..{hi}"
+        return Verdict(False, WARN, summary, figures)
+    summary = (
+        f"rate {rate:.3f} over {rates.pointer} grounded pointer steps; "
+        f"{figures['frames_checked']} frames match their step's observation"
     )
+    return Verdict(True, ERROR, summary, figures)
 
 
 # --- causal cursor -----------------------------------------------------------------------
+
+
+def _eye_pixels_match(job: tuple[str, Any, tuple[int, ...], Any, tuple[int, ...], int, int]) -> bool:
+    _, av_chunk, av_shape, eye_chunk, eye_shape, ex, ey = job
+    window = inflate(av_chunk, av_shape)[ey : ey + EYE_SIZE, ex : ex + EYE_SIZE]
+    crop = inflate(eye_chunk, eye_shape)[: window.shape[0], : window.shape[1]]
+    return close_pixels(crop, window)
+
+
+def _cursor_offences(where: str, demo: Any, bad: Offenders) -> int:
+    """Check each step's eye_rect and cursor_states against the causal cursor; returns steps."""
+    types, prm, mask, rect, nhw, cur = (
+        demo[k][:]
+        for k in ("action_type", "action_params", "action_mask", "eye_rect", "native_hw", "obs/cursor_states")
+    )
+    cursor = SCREEN_CENTRE
+    for t in range(len(types)):
+        h, w = int(nhw[t, 0]), int(nhw[t, 1])
+        x0, y0 = eye_window(cursor, w, h)
+        if not np.allclose(rect[t], eye_rect(x0, y0, w, h), atol=1e-5):
+            bad.add("eye_rect not on the causal cursor", f"{where} step {t}")
+        if not np.allclose(cur[t], cursor, atol=1e-5):
+            bad.add("cursor_states not the causal cursor", f"{where} step {t}")
+        cursor = next_cursor(cursor, ActionType(int(types[t])), prm[t], bool(mask[t, 0]))
+    return len(types)
 
 
 def causal_cursor(shards: list[Path], pixel_samples: int = 3) -> Verdict:
     """ERROR when an eye_rect is not the clamped window on the causal cursor (step 0: centre),
     the stored cursor disagrees with it, or the eye pixels are not the agentview pixels under it.
     """
-    bad = _Offenders()
-    steps = pixels = 0
-    pixel_jobs: list[
-        tuple[str, bytes | np.ndarray, tuple[int, ...], bytes | np.ndarray, tuple[int, ...], int, int]
-    ] = []
-    pool = ThreadPoolExecutor(usable_cpus())
+    bad = Offenders()
+    steps = 0
+    pixels = [0]
 
-    def compare(
-        job: tuple[str, bytes | np.ndarray, tuple[int, ...], bytes | np.ndarray, tuple[int, ...], int, int],
-    ) -> bool:
-        _, av_chunk, av_shape, eye_chunk, eye_shape, ex, ey = job
-        window = inflate(av_chunk, av_shape)[ey : ey + EYE_SIZE, ex : ex + EYE_SIZE]
-        crop = inflate(eye_chunk, eye_shape)[: window.shape[0], : window.shape[1]]
-        return close_pixels(crop, window)
+    def on_result(job: tuple[Any, ...], ok: bool) -> None:
+        pixels[0] += 1
+        if not ok:
+            bad.add("eye pixels are not the agentview pixels under eye_rect", job[0])
 
-    def compare_pixels() -> None:
-        nonlocal pixels
-        for job, ok in zip(pixel_jobs, pool.map(compare, pixel_jobs), strict=True):
-            pixels += 1
-            if not ok:
-                bad.add("eye pixels are not the agentview pixels under eye_rect", job[0])
-        pixel_jobs.clear()
-
-    for where, demo in _demos(shards):
-        types, prm, mask, rect, nhw, cur = (
-            demo[k][:]
-            for k in (
-                "action_type",
-                "action_params",
-                "action_mask",
-                "eye_rect",
-                "native_hw",
-                "obs/cursor_states",
-            )
-        )
-        av, eye = demo["obs/agentview_rgb"], demo["obs/eye_in_hand_rgb"]
-        H, W = av.shape[1:3]
-        cursor = SCREEN_CENTRE
-        for t in range(len(types)):
-            steps += 1
-            h, w = int(nhw[t, 0]), int(nhw[t, 1])
-            x0, y0 = eye_window(cursor, w, h)
-            if not np.allclose(rect[t], eye_rect(x0, y0, w, h), atol=1e-5):
-                bad.add("eye_rect not on the causal cursor", f"{where} step {t}")
-            if not np.allclose(cur[t], cursor, atol=1e-5):
-                bad.add("cursor_states not the causal cursor", f"{where} step {t}")
-            cursor = next_cursor(cursor, ActionType(int(types[t])), prm[t], bool(mask[t, 0]))
-        for t in _samples(len(types), pixel_samples):
-            if (int(nhw[t, 0]), int(nhw[t, 1])) != (H, W):
-                continue  # a resized frame: its crop came from native pixels not stored here
-            ex, ey = round(float(rect[t, 0]) * W), round(float(rect[t, 1]) * H)
-            pixel_jobs.append(
-                (
-                    f"{where} step {t}",
-                    read_chunk(av, t),
-                    av.shape[1:],
-                    read_chunk(eye, t),
-                    eye.shape[1:],
-                    ex,
-                    ey,
+    with ThreadedCompare(_eye_pixels_match, on_result) as compare:
+        for where, demo in demos(shards):
+            steps += _cursor_offences(where, demo, bad)
+            av, eye = demo["obs/agentview_rgb"], demo["obs/eye_in_hand_rgb"]
+            H, W = av.shape[1:3]
+            rect, nhw = demo["eye_rect"][:], demo["native_hw"][:]
+            for t in sample_steps(len(rect), pixel_samples):
+                if (int(nhw[t, 0]), int(nhw[t, 1])) != (H, W):
+                    continue  # a resized frame: its crop came from native pixels not stored here
+                ex, ey = round(float(rect[t, 0]) * W), round(float(rect[t, 1]) * H)
+                where_t = f"{where} step {t}"
+                compare.add(
+                    (where_t, read_chunk(av, t), av.shape[1:], read_chunk(eye, t), eye.shape[1:], ex, ey)
                 )
-            )
-        if len(pixel_jobs) >= _BATCH:
-            compare_pixels()
-    compare_pixels()
-    pool.shutdown()
     figures = {
         "steps": steps,
-        "pixel_samples": pixels,
+        "pixel_samples": pixels[0],
         "offending_steps": bad.total,
         "by_kind": dict(bad.counts),
     }
@@ -372,9 +294,9 @@ def causal_cursor(shards: list[Path], pixel_samples: int = 3) -> Verdict:
 def action_mask(shards: list[Path]) -> Verdict:
     """ERROR when a mask is neither its type's row nor all-zero, a masked slot is not 0, a
     coordinate is outside [0, 1] or not finite, or the LIBERO `actions` vector disagrees."""
-    bad = _Offenders()
+    bad = Offenders()
     steps = ungrounded = 0
-    for where, demo in _demos(shards):
+    for where, demo in demos(shards):
         types, prm, mask, acts = (
             demo[k][:] for k in ("action_type", "action_params", "action_mask", "actions")
         )
@@ -397,7 +319,7 @@ def action_mask(shards: list[Path]) -> Verdict:
                 bad.add("coordinate outside [0, 1]", at)
             if kind in POINTER_TYPES and not any(m):
                 ungrounded += 1
-            want = [*prm[t], int(types[t]), 1.0 if _text(texts[t]) else 0.0, float((mask[t] == 0).sum())]
+            want = [*prm[t], int(types[t]), 1.0 if text(texts[t]) else 0.0, float((mask[t] == 0).sum())]
             if not np.allclose(acts[t], want, atol=1e-6):
                 bad.add("actions vector disagrees with params/type/text/mask", at)
     figures = {
@@ -417,9 +339,9 @@ def action_mask(shards: list[Path]) -> Verdict:
 def scroll_histogram(shards: list[Path], source_scrolls: bool) -> Verdict:
     """WARN when a scrolling source has no SCROLL step, or a desc is not the view direction."""
     hist: dict[str, Counter[str]] = {}
-    bad = _Offenders()
+    bad = Offenders()
     scrolls = 0
-    for where, demo in _demos(shards):
+    for where, demo in demos(shards):
         types, prm, mask = demo["action_type"][:], demo["action_params"][:], demo["action_mask"][:]
         descs = demo["action_desc"][:]
         for t in np.flatnonzero(types == ActionType.SCROLL):
@@ -431,7 +353,7 @@ def scroll_histogram(shards: list[Path], source_scrolls: bool) -> Verdict:
             magnitude = max(abs(p[2] - p[0]), abs(p[3] - p[1]))
             bucket = next(lbl for edge, lbl in SCROLL_BUCKETS if magnitude <= edge)
             hist.setdefault(view, Counter())[bucket] += 1
-            desc = _text(descs[t])
+            desc = text(descs[t])
             said = re.search(r"\b(up|down|left|right)\b", desc)
             if said is None or said.group(1) != view:
                 bad.add(f"desc {desc!r} but the gesture moves the view {view}", f"{where} step {int(t)}")
@@ -469,7 +391,7 @@ def split_disjointness(
     """ERROR when an episode (by content hash) or a group id sits on both sides of a split:
     main vs val inside the partition, or this partition vs any other built partition; or
     when a hash holdout's share falls outside `val_fraction` on a non-trivial input."""
-    bad = _Offenders()
+    bad = Offenders()
     by_part: dict[str, set[str]] = {}
     groups: dict[str, set[str]] = {}
     for r in this.rows:
@@ -503,97 +425,3 @@ def split_disjointness(
         if not lo <= n_val / n <= hi:
             return Verdict(False, ERROR, f"holdout fraction {n_val / n:.4f} outside {lo}..{hi}", figures)
     return Verdict(True, ERROR, f"{n} episodes, no overlap with {len(others)} other partitions", figures)
-
-
-# --- shard integrity ---------------------------------------------------------------------
-
-
-def _demo_bytes(group: h5py.Group) -> int:
-    total = 0
-
-    def visit(_: str, obj: Any) -> None:
-        nonlocal total
-        if isinstance(obj, h5py.Dataset):
-            total += obj.id.get_storage_size()
-
-    group.visititems(visit)
-    return total
-
-
-def shard_integrity(directory: Path, name: str) -> Verdict:
-    """ERROR when a shard will not open, numbering has a gap, a shard passes the cap by more
-    than its last episode, or dataset_info.json's counts, sizes or hashes differ from the files."""
-    bad = _Offenders()
-    info_path = directory / "dataset_info.json"
-    try:
-        info = DatasetInfo.read(info_path)
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        return Verdict(False, ERROR, f"dataset_info.json unreadable: {e}", {})
-    cap = int(info.build.get("config", {}).get("shard_cap_bytes", 0))
-    listed = {s.file: s for s in info.shards + info.val_shards}
-    totals = Counter[str]()
-    for val in (False, True):
-        pat = shard_pattern(name, val)
-        found = sorted(p for p in directory.glob("*.hdf5") if pat.fullmatch(p.name))
-        if [int(pat.fullmatch(p.name).group(1)) for p in found] != list(range(len(found))):  # type: ignore[union-attr]
-            bad.add("shard numbering not contiguous from 0000", f"{'val ' if val else ''}series")
-        for p in found:
-            entry = listed.pop(p.name, None)
-            try:
-                with h5py.File(p, "r") as f:
-                    demos = [k for k in f["data"] if k.startswith("demo_")]
-                    steps = sum(int(f["data"][k].attrs["num_samples"]) for k in demos)
-                    last = max(demos, key=lambda k: int(k[5:]), default=None)
-                    last_bytes = _demo_bytes(f["data"][last]) if last else 0
-                    attrs = (int(f["data"].attrs["num_demos"]), int(f["data"].attrs["total"]))
-            except (OSError, KeyError, ValueError) as e:
-                bad.add(f"h5py cannot read it ({type(e).__name__})", p.name)
-                continue
-            size = p.stat().st_size
-            totals["demos"] += len(demos)
-            totals["steps"] += steps
-            if attrs != (len(demos), steps):
-                bad.add(f"num_demos/total attrs {attrs} != {(len(demos), steps)}", p.name)
-            if cap and size > cap + last_bytes:
-                bad.add(
-                    f"{size} B is over the cap {cap} by more than its last episode ({last_bytes} B)", p.name
-                )
-            if entry is None:
-                bad.add("not listed in dataset_info.json", p.name)
-            elif (entry.demos, entry.steps, entry.bytes) != (len(demos), steps, size):
-                bad.add(
-                    f"listed as {entry.demos}/{entry.steps}/{entry.bytes}, is {len(demos)}/{steps}/{size}",
-                    p.name,
-                )
-            elif entry.sha256 != sha256_file(p):
-                bad.add("sha256 differs from dataset_info.json", p.name)
-    for missing in listed:
-        bad.add("listed in dataset_info.json but missing", missing)
-    for key, stat in (("steps", "steps"), ("demos", "episodes_out")):
-        if info.stats.get(stat) != totals[key]:
-            bad.add(f"stats.{stat} {info.stats.get(stat)} != shards' {totals[key]}", "dataset_info.json")
-    figures = {
-        "shards": len(info.shards),
-        "val_shards": len(info.val_shards),
-        "demos": totals["demos"],
-        "steps": totals["steps"],
-        "cap_bytes": cap,
-        "problems": bad.total,
-    }
-    if bad.total:
-        return Verdict(False, ERROR, f"{bad.total} integrity problems", figures, bad.examples)
-    return Verdict(
-        True, ERROR, f"{figures['shards'] + figures['val_shards']} shards match dataset_info.json", figures
-    )
-
-
-def histogram_table(hist: dict[str, dict[str, int]]) -> str:
-    """The scroll histogram as a markdown table: direction rows x magnitude bucket columns."""
-    buckets = [lbl for _, lbl in SCROLL_BUCKETS]
-    lines = ["| view direction | " + " | ".join(buckets) + " | total |", "|---" * (len(buckets) + 2) + "|"]
-    for d in ("down", "up", "left", "right"):
-        row = hist.get(d, {})
-        lines.append(
-            f"| {d} | " + " | ".join(str(row.get(b, 0)) for b in buckets) + f" | {sum(row.values())} |"
-        )
-    return "\n".join(lines)

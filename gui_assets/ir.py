@@ -19,6 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from gui_assets.drops import UngroundedReason
+
 
 class ActionType(enum.IntEnum):
     """The action space; the integer code is the index (written to /data.attrs gui_action_types)."""
@@ -63,29 +65,6 @@ def allowed_masks(action_type: ActionType) -> set[tuple[float, ...]]:
     """Masks a step of this type may carry: its grounded row, or all-zero (ungrounded)."""
     grounded = GROUNDED_MASK.get(action_type)
     return {NO_MASK} if grounded is None else {grounded, NO_MASK}
-
-
-class DropReason(enum.StrEnum):
-    """Why a record did not become (part of) an episode. Counted in stats.drops by value."""
-
-    MISSING_SCREENSHOT = "missing_screenshot"
-    UNDECODABLE_IMAGE = "undecodable_image"
-    UNSUPPORTED_IMAGE_FORMAT = "unsupported_image_format"
-    UNKNOWN_ACTION_VERB = "unknown_action_verb"
-    MALFORMED_JSON = "malformed_json"
-    MALFORMED_RECORD = "malformed_record"
-    DUPLICATE_STEP = "duplicate_step"
-    EMPTY_EPISODE = "empty_episode"
-
-
-class UngroundedReason(enum.StrEnum):
-    """Why a pointer step kept its type but lost its coordinates (stats.ungrounded_by_reason)."""
-
-    NO_CANDIDATE = "no_candidate"
-    HIDDEN_ELEMENT = "hidden_element"
-    MALFORMED_BBOX = "malformed_bbox"
-    OUTSIDE_SCREENSHOT = "outside_screenshot"
-    OUTSIDE_VIEWPORT_X = "outside_viewport_x"
 
 
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
@@ -259,7 +238,9 @@ def wheel_step(
     direction in action_desc as `gesture_outside_frame`."""
     params, direction = wheel_gesture(start, delta, scale)
     if params is None:
-        return make(ActionType.SCROLL, desc=f"scroll({direction})", ungrounded="gesture_outside_frame")
+        return make(
+            ActionType.SCROLL, desc=f"scroll({direction})", ungrounded=UngroundedReason.GESTURE_OUTSIDE_FRAME
+        )
     return make(ActionType.SCROLL, params, SPAN_MASK)
 
 

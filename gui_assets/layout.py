@@ -11,6 +11,7 @@ from typing import Any
 from gui_assets.atomic import atomic_write_text
 
 DATASET_INFO = "dataset_info.json"
+PREVIEW_DIR = "preview"  # the preview config: <out>/preview/*.parquet
 # Working state of the pipeline (IR, split tables, manifests); never uploaded.
 WORK_DIR = "_work"
 IMAGE_STORE = "images"
@@ -88,6 +89,13 @@ class DatasetInfo:
     val_shards: list[ShardEntry] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def source_record(self) -> dict[str, Any]:
+        """`build.source`: the source's repo, licence, platform and card notes (only the name for a
+        build from before it was recorded)."""
+        record = self.build.get("source")
+        return record if isinstance(record, dict) else {"name": self.source}
+
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
             "directory": self.directory,
@@ -124,3 +132,14 @@ class DatasetInfo:
     @classmethod
     def read(cls, path: Path) -> DatasetInfo:
         return cls.from_dict(json.loads(path.read_text(encoding="utf-8")))
+
+
+def built_directories(out: Path) -> list[DatasetInfo]:
+    """Every directory with a readable dataset_info.json, in name order (others are not built yet)."""
+    infos = []
+    for p in sorted(out.glob(f"*/{DATASET_INFO}")):
+        try:
+            infos.append(DatasetInfo.read(p))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return infos

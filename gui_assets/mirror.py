@@ -6,6 +6,12 @@ its size and sha256 and the revision it came from: record-level lineage starts h
 
 A pattern ending in "/" names a folder recorded as ONE entry (its file count, total size and a
 sha256 over its files' names and hashes): an extracted folder of 80k screenshots stays one line.
+
+Each entry also keeps its `oid`, the id the upstream itself gives the content (the LFS sha256
+or the git blob id on the hub; the sha256 in a mirror): a partition's `version` is a digest of
+its entries' paths, sizes and oids, which `gui_assets.upstream` computes the same way from the
+hub's file listing without downloading anything, so an observation of the upstream and the
+raw asset's data version agree exactly when the partition's files are unchanged.
 """
 
 from __future__ import annotations
@@ -34,12 +40,89 @@ class RawFile:
     size: int
     sha256: str
     files: int = 1  # more than one for a folder entry
+    oid: str = ""  # the upstream's own id of the content (LFS sha256, git blob id); sha256 if unset
+
+    @property
+    def content_id(self) -> str:
+        return self.oid or self.sha256
 
     def to_dict(self) -> dict[str, Any]:
         d = {"path": self.path, "local": str(self.local), "size": self.size, "sha256": self.sha256}
         if self.files != 1:
             d["files"] = self.files
+        if self.oid and self.oid != self.sha256:
+            d["oid"] = self.oid
         return d
+
+
+@dataclass(frozen=True, slots=True)
+class FileId:
+    """One upstream file as described before folding: where it is, its size and its ids."""
+
+    path: str
+    local: Path
+    size: int
+    sha256: str
+    oid: str
+
+
+def partition_version(entries: Any) -> str:
+    """A partition's data version: a digest of its entries' (path, size, content id)."""
+    rows = sorted((str(p), int(n), str(o)) for p, n, o in entries)
+    return hashlib.sha256(json.dumps(rows).encode()).hexdigest()[:16]
+
+
+def fold(patterns: list[str], described: list[FileId], root: Path) -> list[RawFile]:
+    """Manifest entries: files as they are, and the files under a folder pattern ("images/") as
+    one entry whose hashes cover its members' names and hashes."""
+    folders = [pat for pat in patterns if pat.endswith("/")]
+    entries: list[RawFile] = []
+    grouped: dict[str, list[FileId]] = {}
+    for f in described:
+        folder = next((d for d in folders if f.path.startswith(d)), None)
+        if folder is None:
+            entries.append(RawFile(f.path, f.local, f.size, f.sha256, oid=f.oid))
+        else:
+            grouped.setdefault(folder, []).append(f)
+    for folder, members in sorted(grouped.items()):
+        sha, oid = hashlib.sha256(), hashlib.sha256()
+        for m in sorted(members, key=lambda m: m.path):
+            sha.update(f"{m.path}\0{m.sha256}\n".encode())
+            oid.update(f"{m.path}\0{m.oid}\n".encode())
+        size = sum(m.size for m in members)
+        entries.append(RawFile(folder, root / folder, size, sha.hexdigest(), len(members), oid.hexdigest()))
+    return sorted(entries, key=lambda f: f.path)
+
+
+class HashCache:
+    """sha256 of local files kept by (size, mtime) in one JSON file: an unchanged file is hashed
+    once, whoever asks (the raw stage, the upstream observation). Saved atomically."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path
+        self._known: dict[str, list[Any]] = {}
+        self._dirty = False
+        if path is not None and path.is_file():
+            try:
+                self._known = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                self._known = {}
+
+    def sha256(self, p: Path, compute: Any = sha256_file) -> str:
+        st = p.stat()
+        key = str(p.resolve())
+        hit = self._known.get(key)
+        if hit and hit[0] == st.st_size and hit[1] == st.st_mtime_ns:
+            return str(hit[2])
+        digest = compute(p)
+        self._known[key] = [st.st_size, st.st_mtime_ns, digest]
+        self._dirty = True
+        return digest
+
+    def save(self) -> None:
+        if self.path is not None and self._dirty:
+            atomic_write_text(self.path, json.dumps(self._known))
+            self._dirty = False
 
 
 @dataclass(slots=True)
@@ -53,6 +136,16 @@ class RawPartition:
     files: list[RawFile] = field(default_factory=list)
     root: Path = Path()  # the repo's local root: <mirror>/<owner>/<repo>, or the hub snapshot
     partition: str = ""  # the partition key these files were fetched for
+
+    @property
+    def version(self) -> str:
+        """What an observation of the upstream reports for these files (see partition_version)."""
+        return partition_version((f.path, f.size, f.content_id) for f in self.files)
+
+    @property
+    def file_count(self) -> int:
+        """Upstream files in the partition (a folder entry counts its files)."""
+        return sum(f.files for f in self.files)
 
     def find(self, pattern: str) -> list[RawFile]:
         """The manifest entries whose repo path matches a glob."""
@@ -77,7 +170,9 @@ class RawPartition:
             mode=d["mode"],
             patterns=list(d["patterns"]),
             files=[
-                RawFile(f["path"], Path(f["local"]), f["size"], f["sha256"], f.get("files", 1))
+                RawFile(
+                    f["path"], Path(f["local"]), f["size"], f["sha256"], f.get("files", 1), f.get("oid", "")
+                )
                 for f in d["files"]
             ],
             root=Path(d.get("root", "")),
@@ -125,12 +220,12 @@ def match_files(repo_root: Path, patterns: list[str]) -> list[tuple[str, Path]]:
     return sorted(found.items())
 
 
-def _file_sha256(p: Path, root: Path | None = None, rel: str = "") -> str:
+def _file_sha256(p: Path, root: Path | None = None, rel: str = "", cache: HashCache | None = None) -> str:
     """A file's sha256, read only when nothing already names it.
 
     A hub cache blob is named by it (LFS files); an `hf download --local-dir` file has it as
     the etag in its `.metadata`, trusted while the file is not newer than that metadata (the
-    rule huggingface_hub itself applies). Either way the build reads the file once, to parse it.
+    rule huggingface_hub itself applies); a hash cache has it while size and mtime hold.
     """
     if p.is_symlink():
         name = p.resolve().name
@@ -148,7 +243,19 @@ def _file_sha256(p: Path, root: Path | None = None, rel: str = "") -> str:
                 return lines[1].strip()
         except (OSError, ValueError):
             pass
-    return sha256_file(p)
+    return cache.sha256(p) if cache is not None else sha256_file(p)
+
+
+def describe(rel: str, p: Path, root: Path, hub: bool, cache: HashCache | None = None) -> FileId:
+    """One local file with its ids: in a hub snapshot the blob a file links to is named by the
+    hub's own id of it (the LFS sha256, or the git blob id of a small file)."""
+    sha = _file_sha256(p, root, rel, cache)
+    oid = sha
+    if hub and p.is_symlink():
+        name = p.resolve().name
+        if re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", name):
+            oid = name
+    return FileId(rel, p.resolve(), p.stat().st_size, sha, oid)
 
 
 def _mirror_revision(repo_root: Path, files: list[tuple[str, Path]]) -> str:
@@ -163,37 +270,32 @@ def _mirror_revision(repo_root: Path, files: list[tuple[str, Path]]) -> str:
 
 
 def _manifest(
-    repo_id: str, revision: str, mode: str, patterns: list[str], files: list[tuple[str, Path]], root: Path
+    repo_id: str,
+    revision: str,
+    mode: str,
+    patterns: list[str],
+    files: list[tuple[str, Path]],
+    root: Path,
+    cache: HashCache | None = None,
 ) -> RawPartition:
     if not files:
         raise RawInputError(f"no files matching {patterns} in {repo_id} ({mode})")
-    folders = [pat for pat in patterns if pat.endswith("/")]
-    entries: list[RawFile] = []
-    grouped: dict[str, list[tuple[str, Path]]] = {}
-    for rel, p in files:
-        folder = next((f for f in folders if rel.startswith(f)), None)
-        if folder is None:
-            entries.append(RawFile(rel, p.resolve(), p.stat().st_size, _file_sha256(p, root, rel)))
-        else:
-            grouped.setdefault(folder, []).append((rel, p))
-    for folder, members in sorted(grouped.items()):
-        h = hashlib.sha256()
-        size = 0
-        for rel, p in members:
-            h.update(f"{rel}\0{_file_sha256(p, root, rel)}\n".encode())
-            size += p.stat().st_size
-        entries.append(RawFile(folder, (root / folder).resolve(), size, h.hexdigest(), files=len(members)))
+    described = [describe(rel, p, root, mode == "hub", cache) for rel, p in files]
+    if cache is not None:
+        cache.save()
     return RawPartition(
-        repo_id, revision, mode, patterns, sorted(entries, key=lambda f: f.path), root.resolve()
+        repo_id, revision, mode, patterns, fold(patterns, described, root.resolve()), root.resolve()
     )
 
 
-def from_mirror(mirror: Path, repo_id: str, patterns: list[str]) -> RawPartition:
+def from_mirror(
+    mirror: Path, repo_id: str, patterns: list[str], cache: HashCache | None = None
+) -> RawPartition:
     repo_root = mirror / repo_id
     if not repo_root.is_dir():
         raise RawInputError(f"mirror has no {repo_id}: {repo_root} does not exist")
     files = match_files(repo_root, patterns)
-    return _manifest(repo_id, _mirror_revision(repo_root, files), "mirror", patterns, files, repo_root)
+    return _manifest(repo_id, _mirror_revision(repo_root, files), "mirror", patterns, files, repo_root, cache)
 
 
 def from_hub(

@@ -1,51 +1,11 @@
-"""One declaration per source: what the factory needs to build its asset chain and checks."""
+"""The registry: one declaration per source. Imported only by `definitions.py`, `backfill.py`
+and tests; everything else is handed the specs it needs (`gui_assets.source_spec`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from pathlib import Path
-
 from gui_assets.adapters import agentnet, cuagym, mind2web, pango, webarena, weblinx
-from gui_assets.config import BuildConfig
-from gui_assets.episode_store import ImageStore
-from gui_assets.ir import GuiEpisode
-from gui_assets.mirror import RawPartition
-from gui_assets.splits import SplitRule, hash_holdout, shipped_split, shipped_validation
-from gui_assets.stats import BuildStats
-
-Adapter = Callable[[RawPartition, ImageStore, BuildStats, BuildConfig], Iterator[GuiEpisode]]
-
-
-@dataclass(frozen=True, slots=True)
-class SourceSpec:
-    name: str  # the root asset key and the asset group
-    repo_id: str  # upstream repo, also the mirror path <mirror>/<owner>/<repo>
-    partition_keys: tuple[str, ...]  # output directories are f"{name}_{key}"
-    file_patterns: Callable[[str], list[str]]  # partition key -> globs of repo paths
-    adapter: Adapter
-    split_rule: SplitRule
-    description: str
-    license: str
-    platform: str
-    scrolls: bool  # the source yields SCROLL steps; none at all is suspicious (scroll_histogram)
-    # For sources whose partition's files are named in an index file (WebLINX's splits.json):
-    # (local repo root holding the file_patterns files, key) -> the rest of the patterns.
-    resolve_patterns: Callable[[Path, str], list[str]] | None = None
-    # Where the files come from when they are not on the hub (GUI_ASSETS_SOURCE=hub is refused).
-    not_on_hub: str = ""
-    # Episode attrs listed in dataset_info.json `heldout_ids`, so an evaluation can hold them out.
-    heldout_attrs: tuple[str, ...] = ()
-
-    def directory(self, key: str) -> str:
-        if key not in self.partition_keys:
-            raise KeyError(f"{self.name} has no partition {key!r} (known: {', '.join(self.partition_keys)})")
-        return f"{self.name}_{key}"
-
-    @property
-    def adapter_name(self) -> str:
-        return self.adapter.__module__
-
+from gui_assets.source_spec import SourceSpec
+from gui_assets.splits import hash_holdout, shipped_split, shipped_validation
 
 MIND2WEB = SourceSpec(
     name="mind2web",
@@ -57,8 +17,10 @@ MIND2WEB = SourceSpec(
     description="Multimodal-Mind2Web: human web demonstrations, full-page screenshots sliced into "
     "1280x1080 viewports, with SCROLL steps to targets below the fold.",
     license="openrail",
-    platform="web",
+    platform="browser",
     scrolls=True,
+    # Full pages: 1280 px wide and more (up to about 11.8k in the viewer), up to about 85k tall.
+    max_image=(12_000, 90_000),
 )
 
 AGENTNET = SourceSpec(
@@ -73,6 +35,9 @@ AGENTNET = SourceSpec(
     license="cc-by-4.0",
     platform="desktop",
     scrolls=True,
+    notes="AgentNet ships no split: a deterministic 2% holdout by task_id hash is written as "
+    "`<directory>_val_NNNN.hdf5` beside the main shards (the rule and its counts are "
+    "`build.holdout_rule` in the directory's dataset_info.json); repeats of a task_id share a side.",
 )
 
 WEBLINX = SourceSpec(
@@ -85,7 +50,7 @@ WEBLINX = SourceSpec(
     description="WebLINX: conversational web navigation demonstrations read from each demo's "
     "replay.json, splits taken from the dataset's own splits.json.",
     license="cc-by-nc-sa-4.0",
-    platform="web",
+    platform="browser",
     scrolls=True,
     resolve_patterns=weblinx.resolve_patterns,
 )
@@ -100,8 +65,12 @@ WEBARENA = SourceSpec(
     description="WebArena human demonstrations of the WebArena EVAL tasks: Playwright traces joined "
     "to config_files/test.raw.json. Training on a task_id and scoring it is training on the test set.",
     license="apache-2.0",
-    platform="web (sandbox)",
+    platform="browser",
     scrolls=False,
+    notes="`webarena_human/` demonstrates the WebArena evaluation tasks. Training on a task_id and "
+    "then scoring that same task_id is training on the test set. Each episode carries `task_id` and "
+    "`intent_template_id`, and `webarena_human/dataset_info.json` lists them under `heldout_ids` so "
+    "an evaluation can hold them out, or their whole templates.",
     not_on_hub="the human traces are published as <task_id>.zip files outside the hub (see the WebArena "
     "repository's resources/README.md); mirror them as <mirror>/webarena/human_trajectories/",
     heldout_attrs=("task_id", "intent_template_id"),
@@ -117,8 +86,10 @@ CUAGYM = SourceSpec(
     description="Lite.CUAGym: agent rollouts on browser and desktop tasks as chat messages with batched "
     "computer tool calls; batched actions after the first are flagged obs_stale.",
     license="apache-2.0",
-    platform="browser / desktop",
+    platform={"browser_use": "browser", "desktop_use": "desktop"},
     scrolls=False,
+    notes="Upstream `validation` rows are written as `<directory>_val_NNNN.hdf5` beside the main "
+    "shards; a validation row identical to a train row is dropped, never kept twice.",
 )
 
 PANGO = SourceSpec(
@@ -131,7 +102,7 @@ PANGO = SourceSpec(
     description="Pango sample: real work sessions in Sheets, Slides, Figma and Canva recorded as raw "
     "browser events, aggregated into steps.",
     license="other",
-    platform="web (productivity apps)",
+    platform="browser",
     scrolls=False,
 )
 

@@ -6,6 +6,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from gui_assets.drops import DropReason
 from gui_assets.ir import ActionType, GuiEpisode, GuiStep, view_direction
 
 # Gesture magnitude (share of the frame the pointer travels) buckets of the scroll histogram.
@@ -25,9 +26,26 @@ def scroll_bucket(step: GuiStep) -> tuple[str, str]:
     return view_direction(step.params), label
 
 
+def drops_by_unit(drops: dict[str, int]) -> dict[str, dict[str, int]]:
+    """The same counts as `drops`, grouped by each reason's unit (file, record, episode, ...)."""
+    grouped: dict[str, dict[str, int]] = {}
+    for reason, n in sorted(drops.items()):
+        grouped.setdefault(DropReason(reason).unit.value, {})[reason] = n
+    return dict(sorted(grouped.items()))
+
+
 @dataclass(slots=True)
 class BuildStats:
-    """What one stage saw and did. Drops and ungrounded steps are counted by reason."""
+    """What one stage saw and did. Drops and ungrounded steps are counted by reason.
+
+    files_in      the upstream files the partition is built from (its raw manifest; a folder
+                  entry counts its files)
+    episodes_in   the episodes the upstream holds as the adapter identifies them, each counted
+                  once, before anything is dropped
+    episodes_out  the episodes that leave the stage
+    pointer_steps / target_inside_eye: grounded pointer steps (not SCROLL) and those whose
+                  target lies inside the eye-in-hand window, counted where the window is cut
+    """
 
     files_in: int = 0
     episodes_in: int = 0
@@ -38,9 +56,17 @@ class BuildStats:
     ungrounded_by_reason: Counter[str] = field(default_factory=Counter)
     action_type_counts: Counter[str] = field(default_factory=Counter)
     scroll_histogram: dict[str, Counter[str]] = field(default_factory=dict)
+    pointer_steps: int = 0
+    target_inside_eye: int = 0
 
-    def drop(self, reason: str, n: int = 1) -> None:
-        self.drops[str(reason)] += n
+    def drop(self, reason: DropReason, n: int = 1) -> None:
+        if not isinstance(reason, DropReason):
+            raise TypeError(f"drop reasons are DropReason members, not {reason!r}")
+        self.drops[reason.value] += n
+
+    @property
+    def target_inside_eye_in_hand_rate(self) -> float:
+        return round(self.target_inside_eye / self.pointer_steps, 6) if self.pointer_steps else 0.0
 
     def count_step(self, step: GuiStep) -> None:
         self.steps += 1
@@ -72,6 +98,8 @@ class BuildStats:
             ungrounded_by_reason=self.ungrounded_by_reason + other.ungrounded_by_reason,
             action_type_counts=self.action_type_counts + other.action_type_counts,
             scroll_histogram=hist,
+            pointer_steps=self.pointer_steps + other.pointer_steps,
+            target_inside_eye=self.target_inside_eye + other.target_inside_eye,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -81,11 +109,17 @@ class BuildStats:
             "episodes_out": self.episodes_out,
             "steps": self.steps,
             "drops": dict(sorted(self.drops.items())),
+            "drops_by_unit": drops_by_unit(self.drops),
             "ungrounded_steps": self.ungrounded_steps,
             "ungrounded_by_reason": dict(sorted(self.ungrounded_by_reason.items())),
             "action_type_counts": dict(sorted(self.action_type_counts.items())),
             "scroll_histogram": {
                 d: dict(sorted(c.items())) for d, c in sorted(self.scroll_histogram.items())
+            },
+            "target_inside_eye_in_hand_rate": self.target_inside_eye_in_hand_rate,
+            "target_inside_eye_in_hand": {
+                "numerator": self.target_inside_eye,
+                "denominator": self.pointer_steps,
             },
         }
 
@@ -101,4 +135,6 @@ class BuildStats:
             ungrounded_by_reason=Counter(d.get("ungrounded_by_reason", {})),
             action_type_counts=Counter(d.get("action_type_counts", {})),
             scroll_histogram={k: Counter(v) for k, v in d.get("scroll_histogram", {}).items()},
+            pointer_steps=int(d.get("target_inside_eye_in_hand", {}).get("denominator", 0)),
+            target_inside_eye=int(d.get("target_inside_eye_in_hand", {}).get("numerator", 0)),
         )

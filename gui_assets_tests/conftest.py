@@ -15,12 +15,18 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from gui_assets.config import BuildConfig
 from gui_assets.demo import ensure_demo_mirror
 from gui_assets.demo.mind2web_mirror import SCHEMA
 from gui_assets.demo.render import Widget, encode, render_page
-from gui_assets.layout import DatasetInfo
-from gui_assets.pipeline import RawSettings, build_directory
+from gui_assets.episode_store import ImageStore
+from gui_assets.ir import GuiEpisode
+from gui_assets.layout import DatasetInfo, OutLayout
+from gui_assets.pipeline import RawSettings, build_directory, fetch_raw
+from gui_assets.source_spec import SourceSpec
 from gui_assets.sources import MIND2WEB
+from gui_assets.stages.episodes import adapt
+from gui_assets.stats import BuildStats
 
 REPO = "osunlp/Multimodal-Mind2Web"
 
@@ -84,6 +90,17 @@ def m2w_row(
         "target_action_index": index if isinstance(index, str) or index is None else str(index),
         "target_action_reprs": "[button]  x -> CLICK",
     }
+
+
+def run_adapter(
+    spec: SourceSpec, mirror: Path, partition: str, tmp: Path, **config: Any
+) -> tuple[list[GuiEpisode], BuildStats]:
+    """A source's adapter over one partition of a mirror, as the episodes stage runs it:
+    (the episodes, the stage's counts)."""
+    raw = fetch_raw(spec, partition, OutLayout(tmp / "out"), RawSettings(mode="mirror", mirror=mirror))
+    stats = BuildStats()
+    episodes = list(adapt(spec, raw, ImageStore(tmp / "images"), BuildConfig(**config), stats))
+    return episodes, stats
 
 
 WriteMirror = Callable[..., Path]

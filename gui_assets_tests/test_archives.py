@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from gui_assets import archives
-from gui_assets.archives import ArchiveError, FolderImages, ZipImages, open_images
+from gui_assets.archives import ArchiveError, FolderImages, ImageSourceError, ZipImages, open_images
 
 needs_zip = pytest.mark.skipif(shutil.which("zip") is None, reason="the zip tool (Debian package zip)")
 
@@ -90,7 +90,7 @@ def test_folders_are_indexed_by_file_name(tmp_path):
     (tmp_path / "imgs" / "notes.txt").write_text("no")
     src = open_images(tmp_path / "imgs")
     assert isinstance(src, FolderImages) and src.names() == {"a.png"} and src.read("a.png") == b"a"
-    with pytest.raises(ArchiveError, match=r"no images\.zip and no extracted images"):
+    with pytest.raises(ImageSourceError, match=r"no images\.zip and no extracted images"):
         open_images(tmp_path / "empty")
 
 

@@ -40,7 +40,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gui_assets import invariants
+from gui_assets import invariants, shard_reader
 from gui_assets.layout import OutLayout
 from gui_assets.mirror import RawInputError
 from gui_assets.pipeline import EmptyPartitionError, RawSettings, build_directory, fetch_raw
@@ -438,7 +438,7 @@ def test_damaged_raw_data_is_counted_never_crashes(spec, key, demo_mirror, basel
                 base["episodes_out"],
             )
         directory = spec.directory(key)
-        shards = invariants.shard_files(OutLayout(out).directory(directory), directory)
+        shards = shard_reader.shard_files(OutLayout(out).directory(directory), directory)
         verdict = invariants.action_mask(shards)
         assert verdict.passed, (label, verdict.summary, verdict.examples)
         shutil.rmtree(work, ignore_errors=True)

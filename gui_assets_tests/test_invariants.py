@@ -15,7 +15,7 @@ import h5py
 import numpy as np
 import pytest
 
-from gui_assets import invariants
+from gui_assets import charts, integrity, invariants, shard_reader
 from gui_assets.cursor import eye_rect, eye_window
 from gui_assets.episode_store import ImageStore
 from gui_assets.ir import ActionType
@@ -34,7 +34,7 @@ def build(demo_build, tmp_path: Path) -> Path:
 
 
 def shards(out: Path, directory: str = DIR) -> list[Path]:
-    return invariants.shard_files(out / directory, directory)
+    return shard_reader.shard_files(out / directory, directory)
 
 
 def leakage(out: Path) -> invariants.Verdict:
@@ -65,7 +65,7 @@ def test_every_check_passes_on_the_demo(demo_build):
             "causal_cursor": invariants.causal_cursor(s),
             "action_mask": invariants.action_mask(s),
             "scroll_histogram": invariants.scroll_histogram(s, source_scrolls=True),
-            "shard_integrity": invariants.shard_integrity(out / d, d),
+            "shard_integrity": integrity.shard_integrity(out / d, d),
         }
         for name, v in verdicts.items():
             assert v.passed, (key, name, v.summary, v.examples)
@@ -224,7 +224,7 @@ def test_a_scrolling_source_without_scroll_steps_warns_and_the_histogram_renders
     v = invariants.scroll_histogram([path], source_scrolls=True)
     assert not v.passed and v.severity == "WARN" and v.figures["scroll_steps"] == 0
     assert invariants.scroll_histogram([path], source_scrolls=False).passed
-    assert "| down | 0 | 0 | 0 | 0 | 0 |" in invariants.histogram_table({})
+    assert "| down | 0 | 0 | 0 | 0 | 0 |" in charts.histogram_table({})
 
 
 # --- split disjointness --------------------------------------------------------------------
@@ -269,7 +269,7 @@ def test_counts_that_differ_from_dataset_info_fail(build):
     d["shards"][0]["steps"] += 1
     d["stats"]["steps"] += 1
     info.write_text(json.dumps(d))
-    v = invariants.shard_integrity(build / DIR, DIR)
+    v = integrity.shard_integrity(build / DIR, DIR)
     assert not v.passed and v.figures["problems"] == 2
 
 
@@ -279,7 +279,7 @@ def test_a_shard_h5py_cannot_open_and_a_gap_in_numbering_fail(build):
         build / "mind2web_test_task" / "mind2web_test_task_0000.hdf5",
         build / DIR / "mind2web_train_0002.hdf5",
     )
-    v = invariants.shard_integrity(build / DIR, DIR)
+    v = integrity.shard_integrity(build / DIR, DIR)
     text = " ".join(v.examples)
     assert not v.passed and "h5py cannot read it" in text and "not contiguous" in text
 
@@ -289,7 +289,7 @@ def test_a_shard_over_the_cap_by_more_than_its_last_episode_fails(build):
     d = json.loads(info.read_text())
     d["build"]["config"]["shard_cap_bytes"] = 1000  # the one shard is megabytes: far more than its last demo
     info.write_text(json.dumps(d))
-    v = invariants.shard_integrity(build / DIR, DIR)
+    v = integrity.shard_integrity(build / DIR, DIR)
     assert not v.passed and "over the cap 1000" in v.examples[0]
 
 
@@ -320,7 +320,7 @@ def test_every_check_passes_on_every_demo_partition_of_every_source(demo_mirror,
                     others,
                     spec.split_rule.val_fraction,
                 ),
-                "shard_integrity": invariants.shard_integrity(tmp_path / d, d),
+                "shard_integrity": integrity.shard_integrity(tmp_path / d, d),
             }
             for name, v in verdicts.items():
                 assert v.passed, (d, name, v.summary, v.examples)

@@ -126,14 +126,20 @@ def test_sigkill_at_random_moments_then_rerun_gives_the_same_dataset(tmp_path):
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
         found.append(assert_nothing_partial(out))
-    # And once exactly mid-shard: the second shard is being written in the staging folder.
+    # And once exactly mid-shard: a unit's piece is being written after another one finished.
     proc = _cli(out, mirror, home)
     deadline = time.monotonic() + 300
     while proc.poll() is None and time.monotonic() < deadline:
-        units = out / "_work" / DIRECTORY / "units"
-        staged = list(units.glob("*/.staging-*/*.hdf5"))
-        finished = list(units.glob("*/piece_*.hdf5"))
-        if staged and finished:  # a unit is writing its shard after another finished one
+        pieces = list((out / "_work" / DIRECTORY / "units").glob("*/piece_*.hdf5"))
+        done = {p.parent for p in pieces if (p.parent / "unit.json").exists()}
+        writing = [p for p in pieces if p.parent not in done]
+        # a piece is being written (its unit has not reported) after an earlier piece finished
+        finished = [
+            p
+            for p in pieces
+            if p.parent in done or p.with_name(f"piece_{int(p.stem[6:]) + 1:04d}.hdf5").exists()
+        ]
+        if writing and finished:
             os.killpg(proc.pid, signal.SIGKILL)
             break
         time.sleep(0.02)

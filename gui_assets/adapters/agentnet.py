@@ -25,12 +25,32 @@ sends pixel-like deltas such as -54), clipped at the frame edge. A gesture clipp
 (a pointer on the edge it would travel past) keeps its direction in action_desc with a zero
 mask, ungrounded as `gesture_outside_frame`.
 
-Drop reasons, per step: the parser's (unparseable_code, unknown_action_verb, malformed_code,
-coordinate_out_of_range, multiple_actions, drag_without_start, empty_code), missing_screenshot,
-the archive's (unsafe_archive_member, archive_member_too_large, truncated_archive_member, ...),
-and the image checks'; per trajectory: malformed_json, malformed_record, empty_episode. Episode
-ids are `agentnet/<task_id>` and `agentnet/<task_id>#<k>` for the k-th repeat of a task_id
-(win_mac repeats 93); the holdout splits by task_id, so repeats share a side.
+Episode ids are `agentnet/<task_id>` and `agentnet/<task_id>#<k>` for the k-th repeat of a
+task_id (win_mac repeats 93); the holdout splits by task_id, so repeats share a side.
+The trajectory file missing, or no screenshot source, fails the partition by name.
+
+Drop reasons:
+    malformed_json            a trajectory line that is not JSON
+    malformed_record          a line without task_id, instruction or a traj list
+    malformed_metadata_line   a meta_data_merged.jsonl line that is unusable (the OS stays unknown)
+    malformed_step            a traj item without a `value` object
+    empty_code                the parser's refusals of `value.code`: see pyautogui_code
+    unparseable_code
+    unknown_action_verb
+    malformed_code
+    coordinate_out_of_range
+    multiple_actions
+    drag_without_start
+    missing_screenshot        a step whose image the archive does not hold
+    unsafe_archive_member     the archive's refusals of a member
+    encrypted_archive_member
+    unsupported_compression
+    archive_member_too_large
+    truncated_archive_member
+    undecodable_image         image bytes that do not decode
+    unsupported_image_format  image bytes that are no PNG, JPEG or WebP
+    image_too_large           an image beyond the largest this source produces (a forged header)
+    empty_episode             a trajectory none of whose steps survived
 """
 
 from __future__ import annotations
@@ -40,18 +60,17 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
-from gui_assets.adapters.pyautogui_code import Action, CodeError, parse_action
-from gui_assets.archives import ArchiveError, FolderImages, ZipImages, open_images
-from gui_assets.config import BuildConfig
-from gui_assets.cursor import SCREEN_CENTRE, next_cursor
-from gui_assets.episode_store import ImageStore
-from gui_assets.images import ImageError, inspect
+from gui_assets import archives, assembly
+from gui_assets.adapters import pyautogui_code
+from gui_assets.adapters.pyautogui_code import Action, parse_action
+from gui_assets.archives import ArchiveError, FolderImages, ImageSourceError, ZipImages, open_images
+from gui_assets.assembly import AdapterRun, Steps
+from gui_assets.drops import Drop, DropReason, UngroundedReason
 from gui_assets.ir import (
     NO_MASK,
     POINT_MASK,
     SPAN_MASK,
     ActionType,
-    DropReason,
     GuiEpisode,
     GuiStep,
     Observation,
@@ -60,7 +79,6 @@ from gui_assets.ir import (
     wheel_step,
 )
 from gui_assets.mirror import RawInputError, RawPartition
-from gui_assets.stats import BuildStats
 
 REPO_ID = "xlangai/AgentNet"
 PARTITIONS = ("win_mac", "ubuntu")
@@ -70,6 +88,18 @@ OS_BY_SYSTEM = {"Windows": "windows", "Darwin": "macos", "Ubuntu": "ubuntu"}
 SCROLL_UNIT = {"windows": 0.05, "ubuntu": 0.05, "macos": 0.005}
 HOLDOUT_SALT = "agentnet"
 HOLDOUT_FRACTION = 0.02
+DROPS = frozenset(
+    {
+        DropReason.MALFORMED_JSON,
+        DropReason.MALFORMED_RECORD,
+        DropReason.MALFORMED_METADATA_LINE,
+        DropReason.MALFORMED_STEP,
+        DropReason.MISSING_SCREENSHOT,
+    }
+    | pyautogui_code.DROPS
+    | archives.MEMBER_DROPS
+    | assembly.DROPS
+)
 _CLICK_NAMES = {
     ("left", 1): "click",
     ("left", 2): "double_click",
@@ -88,7 +118,7 @@ def file_patterns(partition: str) -> list[str]:
     return [f"agentnet_{partition}*.jsonl", META_FILE, images_dir(partition)]
 
 
-def _read_meta(raw: RawPartition, stats: BuildStats) -> dict[str, dict[str, Any]]:
+def _read_meta(raw: RawPartition, run: AdapterRun) -> dict[str, dict[str, Any]]:
     """task_id -> its metadata row; the OS join. A missing file is allowed (the OS stays unknown)."""
     meta: dict[str, dict[str, Any]] = {}
     for f in raw.find(META_FILE):
@@ -100,7 +130,7 @@ def _read_meta(raw: RawPartition, stats: BuildStats) -> dict[str, dict[str, Any]
                     row = json.loads(line)
                     meta.setdefault(str(row["task_id"]), row)
                 except (ValueError, KeyError, TypeError):
-                    stats.drop("malformed_metadata_line")
+                    run.drop(DropReason.MALFORMED_METADATA_LINE)
     return meta
 
 
@@ -125,7 +155,7 @@ def _to_step(
     if a.kind == "click":
         name = _CLICK_NAMES.get((a.button, a.clicks), f"{a.button}_click_x{a.clicks}")
         if a.point is None:  # click() at wherever the pointer was: not recorded, not invented
-            return step(ActionType.CLICK, (), NO_MASK, name=name, ungrounded="no_point")
+            return step(ActionType.CLICK, (), NO_MASK, name=name, ungrounded=UngroundedReason.NO_POINT)
         return step(ActionType.CLICK, a.point, POINT_MASK, name=name)
     if a.kind == "hover":
         return step(ActionType.HOVER, a.point or (0, 0), POINT_MASK)
@@ -150,19 +180,18 @@ def _to_step(
     return step(ActionType.FAIL, (), NO_MASK)
 
 
-def _read_image(images: ZipImages | FolderImages, name: Any, store: ImageStore) -> Observation:
-    """The step's screenshot into the image store; raises ImageError/ArchiveError/KeyError."""
+def _read_image(images: ZipImages | FolderImages, name: Any, run: AdapterRun) -> Observation:
+    """The step's screenshot as a stored observation; raises Drop naming why not."""
     if not isinstance(name, str) or not name:
-        raise KeyError(name)
+        raise Drop(DropReason.MISSING_SCREENSHOT, repr(name))
     key = name.rsplit("/", 1)[-1]
     if key not in images.members and "_" in key and key.split("_", 1)[1] in images.members:
         key = key.split("_", 1)[1]  # a consumer saw win_mac names with a prefix to strip
     if key not in images.members and key in images.refused:
         raise ArchiveError(images.refused[key], key)
-    data = images.read(key)
-    header = inspect(data)
-    sha = store.put(data, header.ext)
-    return Observation(sha, header.ext, 0, 0, header.width, header.height)
+    if key not in images.members:
+        raise Drop(DropReason.MISSING_SCREENSHOT, key)
+    return run.observe(images.read(key))
 
 
 def _attrs(
@@ -190,10 +219,9 @@ def _attrs(
     return attrs
 
 
-def episodes(
-    raw: RawPartition, store: ImageStore, stats: BuildStats, config: BuildConfig
-) -> Iterator[GuiEpisode]:
+def episodes(run: AdapterRun) -> Iterator[GuiEpisode]:
     """Stream one partition's trajectory file; each line becomes one episode (or a counted drop)."""
+    raw = run.raw
     partition = raw.partition
     trajectories = raw.find(f"agentnet_{partition}*.jsonl")
     if partition not in PARTITIONS or len(trajectories) != 1:
@@ -201,24 +229,21 @@ def episodes(
             f"{raw.repo_id}: expected one agentnet_<partition>*.jsonl, found {len(trajectories)}"
         )
     traj_file = trajectories[0]
-    meta = _read_meta(raw, stats)
+    meta = _read_meta(raw, run)
     try:
         images = open_images(raw.root / images_dir(partition))
-    except ArchiveError as e:
+    except (ImageSourceError, ArchiveError) as e:
         raise RawInputError(f"{raw.repo_id}/{images_dir(partition)}: {e}") from None
     seen: Counter[str] = Counter()
-    stats.files_in += 1
     try:
         with open(traj_file.local, encoding="utf-8", errors="replace") as fh:
-            for line_no, line in enumerate(fh):
-                if not line.strip():
-                    continue
-                stats.episodes_in += 1
+            lines = ((n, line) for n, line in enumerate(fh) if line.strip())
+            for line_no, line in run.candidates(lines):
                 ref = SourceRef(raw.repo_id, raw.revision, traj_file.path, row=line_no)
                 try:
                     row = json.loads(line)
                 except ValueError:
-                    stats.drop(DropReason.MALFORMED_JSON)
+                    run.drop(DropReason.MALFORMED_JSON)
                     continue
                 task_id, instruction, traj = (
                     (row.get(k) for k in ("task_id", "instruction", "traj"))
@@ -231,28 +256,21 @@ def episodes(
                     and isinstance(instruction, str)
                     and isinstance(traj, list)
                 ):
-                    stats.drop(DropReason.MALFORMED_RECORD)
+                    run.drop(DropReason.MALFORMED_RECORD)
                     continue
                 repeat = seen[task_id]
                 seen[task_id] += 1
                 os_name = _os_of(task_id, partition, meta)
-                ep = _episode(
-                    row,
-                    task_id,
+                steps, success = _steps(traj, os_name, images, run, ref)
+                episode = run.episode(
+                    task_id + (f"#{repeat}" if repeat else ""),
                     instruction,
-                    traj,
-                    repeat,
-                    os_name,
-                    meta.get(task_id, {}),
-                    images,
-                    store,
-                    stats,
-                    ref,
+                    steps,
+                    success and bool(steps.items) and steps.items[-1].action_type == ActionType.STOP,
+                    _attrs(row, task_id, os_name, meta.get(task_id, {}), repeat),
                 )
-                if ep is None:
-                    stats.drop(DropReason.EMPTY_EPISODE)
-                    continue
-                yield ep
+                if episode is not None:
+                    yield episode
     finally:
         images.close()
 
@@ -262,39 +280,23 @@ def _index_of(step: Any) -> int:
     return idx if isinstance(idx, int) and not isinstance(idx, bool) else 1 << 30
 
 
-def _episode(
-    row: dict[str, Any],
-    task_id: str,
-    instruction: str,
-    traj: list[Any],
-    repeat: int,
-    os_name: str,
-    meta: dict[str, Any],
-    images: ZipImages | FolderImages,
-    store: ImageStore,
-    stats: BuildStats,
-    ref: SourceRef,
-) -> GuiEpisode | None:
-    steps: list[GuiStep] = []
-    pointer = SCREEN_CENTRE
+def _steps(
+    traj: list[Any], os_name: str, images: ZipImages | FolderImages, run: AdapterRun, ref: SourceRef
+) -> tuple[Steps, bool]:
+    """The trajectory's steps in index order, and whether it ended in terminate(success)."""
+    steps = Steps()
     success = False
     for pos, item in sorted(enumerate(traj), key=lambda e: (_index_of(e[1]), e[0])):
         value = item.get("value") if isinstance(item, dict) else None
         if not isinstance(value, dict):
-            stats.drop(DropReason.MALFORMED_RECORD)
+            run.drop(DropReason.MALFORMED_STEP)
             continue
         step_ref = SourceRef(ref.repo_id, ref.revision, ref.file, row=ref.row, member=f"traj[{pos}]")
         try:
             action = parse_action(value.get("code"))  # type: ignore[arg-type]
-            obs = _read_image(images, item.get("image"), store)
-        except CodeError as e:
-            stats.drop(e.reason)
-            continue
-        except KeyError:
-            stats.drop(DropReason.MISSING_SCREENSHOT)
-            continue
-        except (ArchiveError, ImageError) as e:
-            stats.drop(str(e.reason))
+            obs = _read_image(images, item.get("image"), run)
+        except Drop as e:
+            run.drop(e.reason)
             continue
         thought = value.get("thought") if isinstance(value.get("thought"), str) else ""
         notes = {
@@ -302,26 +304,8 @@ def _episode(
             for k in ("observation", "action", "reflection", "last_step_correct", "last_step_redundant")
             if k in value
         }
-        step = _to_step(
-            action,
-            pointer,
-            os_name,
-            obs,
-            step_ref,
-            thought,
-            json.dumps(notes, ensure_ascii=False, sort_keys=True) if notes else "",
-        )
-        steps.append(step)
-        pointer = next_cursor(pointer, step.action_type, step.params, step.grounded)
+        notes_json = json.dumps(notes, ensure_ascii=False, sort_keys=True) if notes else ""
+        steps.add(_to_step(action, steps.pointer, os_name, obs, step_ref, thought, notes_json))
         if action.kind == "terminate":
             success = action.status == "success"
-    if not steps:
-        return None
-    return GuiEpisode(
-        episode_id=f"agentnet/{task_id}" + (f"#{repeat}" if repeat else ""),
-        source="agentnet",
-        instruction=instruction,
-        steps=steps,
-        success=success and steps[-1].action_type == ActionType.STOP,
-        attrs=_attrs(row, task_id, os_name, meta, repeat),
-    )
+    return steps, success

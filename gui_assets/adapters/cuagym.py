@@ -24,10 +24,26 @@ mouse_down / mouse_up / key_down / key_up have no equivalent in the action space
 (`no_action_equivalent`); non-GUI tools (a shell, other declared extra tools) are
 `non_gui_tool`; an action name outside the table is `unknown_action_verb`.
 
-Row drops: `incomplete` (metadata.others.exclude_reason contains it), malformed_json,
-malformed_record, missing_screenshot, empty_episode; a validation row with the same images
-and messages as a train row is `duplicate_across_splits`, so content never straddles splits.
-The episode succeeded iff metadata.others.episode_return > 0.5 (the publisher's filter).
+A shard that cannot be opened fails the partition by name. The episode succeeded iff
+metadata.others.episode_return > 0.5 (the publisher's filter).
+
+Drop reasons:
+    incomplete                a row whose metadata.others.exclude_reason says incomplete
+    malformed_json            a row whose messages or metadata do not parse
+    malformed_record          a row whose messages or metadata have the wrong shape
+    unsafe_reference          an image path that leaves the mirror
+    duplicate_row             a row with the same images and messages as an earlier one
+    duplicate_across_splits   a validation row identical to a train row (never kept twice)
+    non_gui_tool              a tool call of a tool that is not a GUI action
+    malformed_step            a tool call or action whose fields are missing or mistyped
+    missing_screenshot        a call made with no screenshot on screen (none, or one with no bytes)
+    undecodable_image         a call made while the image on screen does not decode
+    unsupported_image_format  likewise, an image that is no PNG, JPEG or WebP
+    image_too_large           likewise, an image beyond the largest this source produces
+    coordinate_out_of_range   a coordinate outside [0, 1000]
+    no_action_equivalent      mouse_down / mouse_up / key_down / key_up
+    unknown_action_verb       an action name outside the table above
+    empty_episode             a row none of whose calls made a step
 """
 
 from __future__ import annotations
@@ -36,31 +52,29 @@ import hashlib
 import json
 import math
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from gui_assets.config import BuildConfig
-from gui_assets.cursor import SCREEN_CENTRE, next_cursor
-from gui_assets.episode_store import ImageStore
-from gui_assets.images import ImageError, inspect
+from gui_assets import assembly
+from gui_assets.assembly import AdapterRun, Steps
+from gui_assets.drops import Drop, DropReason, UngroundedReason
+from gui_assets.images import ImageError
 from gui_assets.ir import (
     POINT_MASK,
     SPAN_MASK,
     ActionType,
-    DropReason,
     GuiEpisode,
     GuiStep,
     Observation,
     SourceRef,
-    UngroundedReason,
     step_builder,
     wheel_step,
 )
-from gui_assets.mirror import RawInputError, RawPartition
-from gui_assets.stats import BuildStats
+from gui_assets.mirror import RawInputError
 
 REPO_ID = "cua-lite/Lite.CUAGym"
 PARTITIONS = ("browser_use", "desktop_use")
@@ -83,10 +97,23 @@ def file_patterns(partition: str) -> list[str]:
     return [f"{platform}/use/{split}/*.parquet" for split in SPLITS]
 
 
-class _Bad(Exception):
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
+DROPS = frozenset(
+    {
+        DropReason.INCOMPLETE,
+        DropReason.MALFORMED_JSON,
+        DropReason.MALFORMED_RECORD,
+        DropReason.UNSAFE_REFERENCE,
+        DropReason.DUPLICATE_ROW,
+        DropReason.DUPLICATE_ACROSS_SPLITS,
+        DropReason.NON_GUI_TOOL,
+        DropReason.MALFORMED_STEP,
+        DropReason.MISSING_SCREENSHOT,
+        DropReason.COORDINATE_OUT_OF_RANGE,
+        DropReason.NO_ACTION_EQUIVALENT,
+        DropReason.UNKNOWN_ACTION_VERB,
+    }
+    | assembly.DROPS
+)
 
 
 def _json(value: Any) -> Any:
@@ -101,10 +128,10 @@ def _coord(v: Any) -> tuple[float, float] | None:
         and len(v) == 2
         and all(isinstance(c, int | float) and not isinstance(c, bool) and math.isfinite(c) for c in v)
     ):
-        raise _Bad(DropReason.MALFORMED_RECORD)
+        raise Drop(DropReason.MALFORMED_STEP, "coordinate")
     x, y = v
     if not (0 <= x <= 1000 and 0 <= y <= 1000):
-        raise _Bad("coordinate_out_of_range")
+        raise Drop(DropReason.COORDINATE_OUT_OF_RANGE)
     return x / 1000.0, y / 1000.0
 
 
@@ -119,16 +146,15 @@ def _image_bytes(item: Any, mirror_root: Path) -> bytes | None:
     if isinstance(item, str) and item:
         rel = PurePosixPath(item)
         if rel.is_absolute() or ".." in rel.parts:
-            raise _Bad("unsafe_image_path")
+            raise Drop(DropReason.UNSAFE_REFERENCE, item[:200])
         p = mirror_root / rel
         return p.read_bytes() if p.is_file() else None
     return None
 
 
-def episodes(
-    raw: RawPartition, store: ImageStore, stats: BuildStats, config: BuildConfig
-) -> Iterator[GuiEpisode]:
+def episodes(run: AdapterRun) -> Iterator[GuiEpisode]:
     """Train shards first, then validation: content already seen in train is not repeated."""
+    raw = run.raw
     mirror_root = raw.root.parent.parent  # images paths are relative to <mirror> (cua-lite/<Name>/images/...)
     seen: set[str] = set()
     for split in SPLITS:
@@ -141,83 +167,107 @@ def episodes(
                 raise RawInputError(
                     f"{raw.repo_id}/{f.path}: not a readable Lite.CUAGym shard ({e})"
                 ) from None
-            stats.files_in += 1
-            row_no = 0
-            for batch in batches:
-                for rec in batch.to_pylist():
-                    ref = SourceRef(raw.repo_id, raw.revision, f.path, row=row_no)
-                    row_no += 1
-                    stats.episodes_in += 1
-                    try:
-                        ep, content = _episode(rec, ref, split, mirror_root, store, stats)
-                    except _Bad as e:
-                        stats.drop(e.reason)
-                        continue
-                    except (ValueError, TypeError):
-                        stats.drop(DropReason.MALFORMED_JSON)
-                        continue
-                    except (AttributeError, KeyError, IndexError):  # a JSON value of the wrong shape
-                        stats.drop(DropReason.MALFORMED_RECORD)
-                        continue
-                    if content in seen:
-                        stats.drop("duplicate_across_splits" if split == "validation" else "duplicate_row")
-                        continue
-                    seen.add(content)
-                    if ep is None:
-                        stats.drop(DropReason.EMPTY_EPISODE)
-                        continue
-                    yield ep
+            rows = (rec for batch in batches for rec in batch.to_pylist())
+            for row_no, rec in run.candidates(enumerate(rows)):
+                ref = SourceRef(raw.repo_id, raw.revision, f.path, row=row_no)
+                try:
+                    row = _row(run, rec, ref, split, mirror_root)
+                except Drop as e:
+                    run.drop(e.reason)
+                    continue
+                except (ValueError, TypeError):
+                    run.drop(DropReason.MALFORMED_JSON)
+                    continue
+                except (AttributeError, KeyError, IndexError):  # a JSON value of the wrong shape
+                    run.drop(DropReason.MALFORMED_RECORD)
+                    continue
+                if row.content in seen:
+                    dup = (
+                        DropReason.DUPLICATE_ACROSS_SPLITS
+                        if split == "validation"
+                        else DropReason.DUPLICATE_ROW
+                    )
+                    run.drop(dup)
+                    continue
+                seen.add(row.content)
+                episode = run.episode(row.local_id, row.instruction, row.steps, row.success, row.attrs)
+                if episode is not None:
+                    yield episode
 
 
-def _episode(
-    rec: dict[str, Any], ref: SourceRef, split: str, mirror_root: Path, store: ImageStore, stats: BuildStats
-) -> tuple[GuiEpisode | None, str]:
+@dataclass(slots=True)
+class _Row:
+    content: str  # a hash of the images and messages: identical rows never straddle splits
+    local_id: str
+    instruction: str
+    steps: Steps
+    success: bool
+    attrs: dict[str, str]
+
+
+def _screens(run: AdapterRun, rec: dict[str, Any], mirror_root: Path) -> list[Observation | Drop]:
+    """The row's images as stored observations, or why one is unusable: a step made while it is
+    on screen is dropped by that reason (missing_screenshot for an image with no bytes)."""
+    screens: list[Observation | Drop] = []
+    for item in rec.get("images") or []:
+        data = _image_bytes(item, mirror_root)
+        try:
+            screens.append(run.observe(data) if data is not None else Drop(DropReason.MISSING_SCREENSHOT))
+        except ImageError as e:
+            screens.append(e)
+    return screens
+
+
+def _row(run: AdapterRun, rec: dict[str, Any], ref: SourceRef, split: str, mirror_root: Path) -> _Row:
     messages = _json(rec.get("messages"))
     meta = _json(rec.get("metadata")) or {}
     if not isinstance(messages, list) or not isinstance(meta, dict):
-        raise _Bad(DropReason.MALFORMED_RECORD)
+        raise Drop(DropReason.MALFORMED_RECORD, "messages or metadata")
     others = meta.get("others") if isinstance(meta.get("others"), dict) else {}
     exclude = str(others.get("exclude_reason") or "")
     if "incomplete" in exclude:
-        raise _Bad("incomplete")
-    images = rec.get("images") or []
-    shas: list[tuple[str, str, int, int] | None] = []
-    for item in images:
-        data = _image_bytes(item, mirror_root)
-        if data is None:
-            shas.append(None)
-            continue
-        try:
-            header = inspect(data)
-        except ImageError:
-            shas.append(None)
-            continue
-        shas.append((store.put(data, header.ext), header.ext, header.width, header.height))
+        raise Drop(DropReason.INCOMPLETE)
+    screens = _screens(run, rec, mirror_root)
     content = hashlib.sha256(
-        json.dumps([[s[0] if s else None for s in shas], messages], sort_keys=True, default=str).encode()
+        json.dumps(
+            [[s.image_sha256 if isinstance(s, Observation) else None for s in screens], messages],
+            sort_keys=True,
+            default=str,
+        ).encode()
     ).hexdigest()
+    steps = Steps()
+    instruction = _messages(run, messages, screens, ref, steps)
+    ret = others.get("episode_return")
+    attrs = {
+        "task_id": str(others.get("task_id", "")),
+        "upstream_split": split,
+        "stale_steps": str(sum(s.obs_stale for s in steps.items)),
+        "episode_return": json.dumps(ret),
+        "exclude_reason": exclude,
+        "os": str(others.get("os", "")),
+        "platform": json.dumps(meta.get("dims", [])),
+    }
+    local_id = f"{split}/{attrs['task_id'] or content[:16]}#{ref.row}:{Path(ref.file).stem}"
+    success = isinstance(ret, int | float) and ret > 0.5
+    return _Row(content, local_id, instruction, steps, success, attrs)
+
+
+def _messages(
+    run: AdapterRun, messages: list[Any], screens: list[Observation | Drop], ref: SourceRef, steps: Steps
+) -> str:
+    """Walk the conversation: the instruction is returned, each action is added to `steps`."""
     instruction = ""
     current: int | None = None  # index of the image on screen now
-    steps: list[GuiStep] = []
-    stale = 0
-    pointer = SCREEN_CENTRE
     for m_i, msg in enumerate(messages):
         if not isinstance(msg, dict):
-            raise _Bad(DropReason.MALFORMED_RECORD)
+            raise Drop(DropReason.MALFORMED_RECORD, f"messages[{m_i}]")
         content_parts = msg.get("content") if isinstance(msg.get("content"), list) else []
         for part in content_parts:
-            if (
-                isinstance(part, dict)
-                and part.get("type") == "image"
-                and isinstance(part.get("index"), int | float)
-            ):
+            if not isinstance(part, dict):
+                continue
+            if part.get("type") == "image" and isinstance(part.get("index"), int | float):
                 current = int(part["index"])
-            if (
-                msg.get("role") == "user"
-                and isinstance(part, dict)
-                and part.get("type") == "text"
-                and not instruction
-            ):
+            if msg.get("role") == "user" and part.get("type") == "text" and not instruction:
                 instruction = str(part.get("text", ""))
         if msg.get("role") != "assistant":
             continue
@@ -234,60 +284,57 @@ def _episode(
         )
         calls = msg.get("tool_calls") or []
         for call in calls if isinstance(calls, list) else [None]:
-            fn = call.get("function") if isinstance(call, dict) else None
-            if not isinstance(fn, dict):
-                stats.drop(DropReason.MALFORMED_RECORD)  # a tool call that is no {"function": {...}}
-                continue
-            name = str(fn.get("name", ""))
-            if name not in GUI_TOOLS and name not in ("terminate", "response"):
-                stats.drop("non_gui_tool")
-                continue
+            screen = screens[current] if current is not None and 0 <= current < len(screens) else None
             try:
-                args = _json(fn.get("arguments")) or {}
-            except ValueError:
-                args = None
-            if not isinstance(args, dict):
-                stats.drop(DropReason.MALFORMED_JSON)  # arguments that are no JSON object
-                continue
-            actions = args.get("actions") if name in GUI_TOOLS else [{"action": name, **args}]
-            if not isinstance(actions, list) or not actions:
-                stats.drop(DropReason.MALFORMED_RECORD)  # a computer call that carries no action
-                continue
-            if current is None or current >= len(shas) or shas[current] is None:
-                stats.drop(DropReason.MISSING_SCREENSHOT)
-                continue
-            sha, ext, width, height = shas[current]  # type: ignore[misc]
-            obs = Observation(sha, ext, 0, 0, width, height)
-            first = True
-            for a_i, action in enumerate(actions or []):
-                member = f"messages[{m_i}].tool_calls.{fn.get('name')}.actions[{a_i}]"
-                step_ref = SourceRef(ref.repo_id, ref.revision, ref.file, ref.row, member)
-                try:
-                    step = _step(action, obs, pointer, step_ref, thought, described, stale=not first)
-                except _Bad as e:
-                    stats.drop(e.reason)
-                    continue
-                if step is None:
-                    continue
-                stale += step.obs_stale
-                first = False
-                steps.append(step)
-                pointer = next_cursor(pointer, step.action_type, step.params, step.grounded)
-    if not steps:
-        return None, content
-    ret = others.get("episode_return")
-    success = isinstance(ret, int | float) and ret > 0.5
-    attrs = {
-        "task_id": str(others.get("task_id", "")),
-        "upstream_split": split,
-        "stale_steps": str(stale),
-        "episode_return": json.dumps(ret),
-        "exclude_reason": exclude,
-        "os": str(others.get("os", "")),
-        "platform": json.dumps(meta.get("dims", [])),
-    }
-    episode_id = f"cuagym/{split}/{attrs['task_id'] or content[:16]}#{ref.row}:{Path(ref.file).stem}"
-    return GuiEpisode(episode_id, "cuagym", instruction, steps, success, attrs), content
+                _call(run, call, screen, ref, m_i, thought, described, steps)
+            except Drop as e:
+                run.drop(e.reason)
+    return instruction
+
+
+def _call(
+    run: AdapterRun,
+    call: Any,
+    screen: Observation | Drop | None,
+    ref: SourceRef,
+    m_i: int,
+    thought: str,
+    described: str,
+    steps: Steps,
+) -> None:
+    """One tool call: each of its actions a step; only the first sees its own pre-action screen."""
+    fn = call.get("function") if isinstance(call, dict) else None
+    if not isinstance(fn, dict):
+        raise Drop(DropReason.MALFORMED_STEP, "a tool call that is no {function: {...}}")
+    name = str(fn.get("name", ""))
+    if name not in GUI_TOOLS and name not in ("terminate", "response"):
+        raise Drop(DropReason.NON_GUI_TOOL, name[:80])
+    try:
+        args = _json(fn.get("arguments")) or {}
+    except ValueError:
+        args = None
+    if not isinstance(args, dict):
+        raise Drop(DropReason.MALFORMED_STEP, "arguments that are no JSON object")
+    actions = args.get("actions") if name in GUI_TOOLS else [{"action": name, **args}]
+    if not isinstance(actions, list) or not actions:
+        raise Drop(DropReason.MALFORMED_STEP, "a computer call that carries no action")
+    if screen is None:
+        raise Drop(DropReason.MISSING_SCREENSHOT, "no image on screen")
+    if isinstance(screen, Drop):
+        raise screen
+    first = True
+    for a_i, action in enumerate(actions):
+        member = f"messages[{m_i}].tool_calls.{fn.get('name')}.actions[{a_i}]"
+        step_ref = SourceRef(ref.repo_id, ref.revision, ref.file, ref.row, member)
+        try:
+            step = _step(action, screen, steps.pointer, step_ref, thought, described, stale=not first)
+        except Drop as e:
+            run.drop(e.reason)
+            continue
+        if step is None:
+            continue
+        first = False
+        steps.add(step)
 
 
 def _step(
@@ -300,7 +347,7 @@ def _step(
     stale: bool,
 ) -> GuiStep | None:
     if not isinstance(a, dict):
-        raise _Bad(DropReason.MALFORMED_RECORD)
+        raise Drop(DropReason.MALFORMED_STEP, "an action that is not an object")
     name = str(a.get("action", ""))
     notes = json.dumps({"action_description": described}, ensure_ascii=False) if described else ""
 
@@ -315,7 +362,7 @@ def _step(
     if name in _OBSERVE_ONLY:
         return None
     if name in _NO_EQUIVALENT:
-        raise _Bad("no_action_equivalent")
+        raise Drop(DropReason.NO_ACTION_EQUIVALENT, name)
     if name == "click":
         clicks, button = int(a.get("clicks") or 1), str(a.get("button") or "left")
         return at(ActionType.CLICK, _CLICK_NAMES.get((clicks, button), f"{button}_click_x{clicks}"))
@@ -335,7 +382,7 @@ def _step(
             or not isinstance(amount, int | float)
             or amount <= 0
         ):
-            raise _Bad(DropReason.MALFORMED_RECORD)
+            raise Drop(DropReason.MALFORMED_STEP, "scroll direction or amount")
         view = {"down": (0, amount), "up": (0, -amount), "right": (amount, 0), "left": (-amount, 0)}[
             direction
         ]
@@ -345,7 +392,7 @@ def _step(
     if name in ("key", "hold_key"):
         keys = a.get("keys")
         if not isinstance(keys, list) or not keys:
-            raise _Bad(DropReason.MALFORMED_RECORD)
+            raise Drop(DropReason.MALFORMED_STEP, "key without keys")
         text = "+".join(str(k) for k in keys)
         if name == "key" and [str(k).lower() for k in keys] in (["enter"], ["return"]):
             return make(ActionType.PRESS_ENTER, text=text)
@@ -357,4 +404,4 @@ def _step(
         return make(ActionType.STOP if ok else ActionType.FAIL)
     if name == "response":
         return make(ActionType.STOP, text=str(a.get("text", a.get("response", ""))), name="response")
-    raise _Bad(DropReason.UNKNOWN_ACTION_VERB)
+    raise Drop(DropReason.UNKNOWN_ACTION_VERB, name[:80])

@@ -23,10 +23,17 @@ horizontal scroll, so none is invented).
 `original_op` HOVER becomes HOVER and ENTER becomes PRESS_ENTER (Mind2Web's `op` folds both
 into CLICK, which would mislabel them).
 
-Drop reasons (per row): missing_screenshot, undecodable_image, unsupported_image_format,
-malformed_json (operation), unknown_action_verb, malformed_record (ids, index),
-duplicate_step (same annotation and index twice); per episode: empty_episode.
 A parquet file that cannot be opened fails the partition with its name.
+
+Drop reasons:
+    malformed_step            a row whose ids, index or `operation` JSON is unusable
+    unknown_action_verb       an `op` other than CLICK, TYPE, SELECT
+    missing_screenshot        a row with no screenshot bytes
+    undecodable_image         screenshot bytes that do not decode
+    unsupported_image_format  screenshot bytes that are no PNG, JPEG or WebP
+    image_too_large           an image beyond the largest this source produces (a forged header)
+    duplicate_step            the same annotation_id and index twice
+    empty_episode             an annotation_id none of whose rows survived
 """
 
 from __future__ import annotations
@@ -41,26 +48,23 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from gui_assets import assembly
+from gui_assets.assembly import AdapterRun, Steps
 from gui_assets.config import BuildConfig
-from gui_assets.cursor import SCREEN_CENTRE, next_cursor
-from gui_assets.episode_store import ImageStore
-from gui_assets.images import ImageError, inspect
+from gui_assets.drops import Drop, DropReason, UngroundedReason
 from gui_assets.ir import (
     NO_MASK,
     POINT_MASK,
     SPAN_MASK,
     ActionType,
-    DropReason,
     GuiEpisode,
     GuiStep,
     Observation,
     SourceRef,
-    UngroundedReason,
     describe,
     wheel_gesture,
 )
 from gui_assets.mirror import RawInputError, RawPartition
-from gui_assets.stats import BuildStats
 
 REPO_ID = "osunlp/Multimodal-Mind2Web"
 SPLITS = ("train", "test_task", "test_website", "test_domain")
@@ -79,6 +83,15 @@ COLUMNS = [
 ]
 _BATCH_ROWS = 8
 
+DROPS = frozenset(
+    {
+        DropReason.MALFORMED_STEP,
+        DropReason.UNKNOWN_ACTION_VERB,
+        DropReason.MISSING_SCREENSHOT,
+        DropReason.DUPLICATE_STEP,
+    }
+    | assembly.DROPS
+)
 _OPS = {"CLICK": ActionType.CLICK, "TYPE": ActionType.TYPE, "SELECT": ActionType.SELECT}
 _ORIGINAL_OPS = {"HOVER": ActionType.HOVER, "ENTER": ActionType.PRESS_ENTER}
 
@@ -196,19 +209,13 @@ def _clamp01(v: float) -> float:
     return min(max(v, 0.0), 1.0)
 
 
-def _read_row(
-    rec: dict[str, Any], ref: SourceRef, store: ImageStore, stats: BuildStats, config: BuildConfig
-) -> tuple[str, _Row, dict[str, str]] | None:
-    """Reduce one parquet row; None when it is dropped (counted by reason)."""
+def _read_row(rec: dict[str, Any], ref: SourceRef, run: AdapterRun) -> tuple[str, _Row, dict[str, str]]:
+    """Reduce one parquet row; raises Drop naming why it cannot be used."""
     annotation_id = rec.get("annotation_id")
     try:
         if not isinstance(annotation_id, str) or not annotation_id:
             raise ValueError("annotation_id")
         index = parse_index(rec.get("target_action_index"))
-    except (ValueError, TypeError):
-        stats.drop(DropReason.MALFORMED_RECORD)
-        return None
-    try:
         op = _parse_json(rec.get("operation"))
         verb = str(op.get("op", "")).upper()
         original = str(op.get("original_op", "") or "").upper()
@@ -216,27 +223,19 @@ def _read_row(
         if not isinstance(value, str):
             value = str(value)
     except (ValueError, TypeError, AttributeError):
-        stats.drop(DropReason.MALFORMED_JSON)
-        return None
+        raise Drop(DropReason.MALFORMED_STEP, "ids, index or operation") from None
     if verb not in _OPS:
-        stats.drop(DropReason.UNKNOWN_ACTION_VERB)
-        return None
+        raise Drop(DropReason.UNKNOWN_ACTION_VERB, verb)
     action_type = _ORIGINAL_OPS.get(original, _OPS[verb])
     shot = rec.get("screenshot")
     data = shot.get("bytes") if isinstance(shot, dict) else shot if isinstance(shot, bytes) else None
     if not data:
-        stats.drop(DropReason.MISSING_SCREENSHOT)
-        return None
-    try:
-        header = inspect(data)
-    except ImageError as e:
-        stats.drop(e.reason)
-        return None
-    sha = store.put(data, header.ext)
+        raise Drop(DropReason.MISSING_SCREENSHOT)
+    page = run.observe(data)
     if action_type == ActionType.PRESS_ENTER:
         target, text = Target(), "Enter"
     else:
-        target = locate_target(rec.get("pos_candidates"), header.width, header.height, config.viewport_width)
+        target = locate_target(rec.get("pos_candidates"), page.width, page.height, run.config.viewport_width)
         text = value if action_type in (ActionType.TYPE, ActionType.SELECT) else ""
     attrs = {
         "annotation_id": annotation_id,
@@ -245,7 +244,9 @@ def _read_row(
         "subdomain": str(rec.get("subdomain") or ""),
         "instruction": str(rec.get("confirmed_task") or ""),
     }
-    row = _Row(index, action_type, text, target, sha, header.ext, header.width, header.height, ref)
+    row = _Row(
+        index, action_type, text, target, page.image_sha256, page.image_ext, page.width, page.height, ref
+    )
     return annotation_id, row, attrs
 
 
@@ -326,57 +327,44 @@ def _open(raw: RawPartition, path: Any, name: str) -> pq.ParquetFile:
     return pf
 
 
-def episodes(
-    raw: RawPartition, store: ImageStore, stats: BuildStats, config: BuildConfig
-) -> Iterator[GuiEpisode]:
+def episodes(run: AdapterRun) -> Iterator[GuiEpisode]:
     """Read every file of the split once, then yield its episodes ordered by annotation_id."""
+    raw = run.raw
     by_task: dict[str, dict[int, _Row]] = defaultdict(dict)
     task_attrs: dict[str, dict[str, str]] = {}
     seen: set[str] = set()  # every task with a usable id, so a task whose rows all drop is counted
     for f in raw.files:
         pf = _open(raw, f.local, f.path)
         columns = [c for c in COLUMNS if c in pf.schema_arrow.names]
-        stats.files_in += 1
         row_no = 0
         try:
-            batches = pf.iter_batches(batch_size=_BATCH_ROWS, columns=columns)
-            for batch in batches:
+            for batch in pf.iter_batches(batch_size=_BATCH_ROWS, columns=columns):
                 for rec in batch.to_pylist():
                     ref = SourceRef(raw.repo_id, raw.revision, f.path, row=row_no)
                     row_no += 1
                     if isinstance(rec.get("annotation_id"), str) and rec["annotation_id"]:
                         seen.add(rec["annotation_id"])
-                    got = _read_row(rec, ref, store, stats, config)
-                    if got is None:
+                    try:
+                        annotation_id, row, attrs = _read_row(rec, ref, run)
+                    except Drop as e:
+                        run.drop(e.reason)
                         continue
-                    annotation_id, row, attrs = got
                     if row.index in by_task[annotation_id]:
-                        stats.drop(DropReason.DUPLICATE_STEP)
+                        run.drop(DropReason.DUPLICATE_STEP)
                         continue
                     by_task[annotation_id][row.index] = row
                     task_attrs.setdefault(annotation_id, attrs)
         except (OSError, pa.ArrowInvalid) as e:
             raise RawInputError(f"{raw.repo_id}/{f.path}: unreadable at row {row_no} ({e})") from None
-    for annotation_id in sorted(seen):
-        stats.episodes_in += 1
-        rows = by_task.get(annotation_id)
-        if not rows:
-            stats.drop(DropReason.EMPTY_EPISODE)
-            continue
-        attrs = task_attrs[annotation_id]
-        steps: list[GuiStep] = []
-        pointer = SCREEN_CENTRE
+    for annotation_id in run.candidates(sorted(seen)):
+        rows = by_task.pop(annotation_id, {})
+        steps = Steps()
         for idx in sorted(rows):
-            for step in expand_action(rows[idx], config, pointer):
-                steps.append(step)
-                pointer = next_cursor(pointer, step.action_type, step.params, step.grounded)
+            for step in expand_action(rows[idx], run.config, steps.pointer):
+                steps.add(step)
+        attrs = task_attrs.pop(annotation_id, {"instruction": ""})
         instruction = attrs.pop("instruction")
         attrs["recorded_action_indices"] = json.dumps(sorted(rows))
-        yield GuiEpisode(
-            episode_id=f"mind2web/{annotation_id}",
-            source="mind2web",
-            instruction=instruction,
-            steps=steps,
-            success=True,
-            attrs=attrs,
-        )
+        episode = run.episode(annotation_id, instruction, steps, True, attrs)
+        if episode is not None:
+            yield episode

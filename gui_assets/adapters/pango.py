@@ -27,6 +27,29 @@ A step's observation is the screenshot of its first event (taken before it). Eve
 coordinates where a point is needed are `missing_coordinates`; unknown types
 `unknown_action_verb`. Thoughts (generated every gamma steps over a window) are attached to
 their target step by its index; they fill `step_thought`.
+An unreadable parquet file fails the partition by name.
+
+Drop reasons:
+    malformed_json            a JSON line or events document that does not parse
+    malformed_record          a row without an id, or whose input_metadata is not a document
+                              or has no list of events
+    missing_input_metadata    an events document the row names that is not there
+    unsafe_reference          an input_metadata reference that leaves the repository folder
+    malformed_event           an event that is not an object
+    unpaired_drag             a drag_start or drag_end without its other half
+    mouseover                 mouseover events (pointer noise) unless pango_hover is set
+    unknown_action_verb       an event type the aggregation does not know
+    missing_screenshot        a step whose first event names no screenshot, or one not there
+    unsafe_screenshot_reference  a screenshot reference that leaves the repository folder
+    missing_coordinates       a click or hover without x, y
+    coordinate_out_of_range   a point outside its screenshot
+    drag_without_coordinates  a drag pair missing a point
+    empty_scroll              a run of scroll events whose deltas sum to nothing
+    malformed_step            a key run without a key code
+    undecodable_image         screenshot bytes that do not decode
+    unsupported_image_format  screenshot bytes that are no PNG, JPEG or WebP
+    image_too_large           an image beyond the largest this source produces (a forged header)
+    empty_episode             a session none of whose steps survived
 """
 
 from __future__ import annotations
@@ -41,15 +64,13 @@ from urllib.parse import urlsplit
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from gui_assets.config import BuildConfig
-from gui_assets.cursor import SCREEN_CENTRE, next_cursor
-from gui_assets.episode_store import ImageStore
-from gui_assets.images import ImageError, inspect
+from gui_assets import assembly
+from gui_assets.assembly import AdapterRun, Steps
+from gui_assets.drops import Drop, DropReason
 from gui_assets.ir import (
     POINT_MASK,
     SPAN_MASK,
     ActionType,
-    DropReason,
     GuiEpisode,
     GuiStep,
     Observation,
@@ -58,7 +79,6 @@ from gui_assets.ir import (
     wheel_step,
 )
 from gui_assets.mirror import RawInputError, RawPartition
-from gui_assets.stats import BuildStats
 
 REPO_ID = "chakra-labs/pango-sample"
 PARTITIONS = ("sample",)
@@ -71,41 +91,61 @@ def file_patterns(partition: str) -> list[str]:
     return list(ROW_PATTERNS)
 
 
-class _Bad(Exception):
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
+DROPS = frozenset(
+    {
+        DropReason.MALFORMED_JSON,
+        DropReason.MALFORMED_RECORD,
+        DropReason.MISSING_INPUT_METADATA,
+        DropReason.UNSAFE_REFERENCE,
+        DropReason.MALFORMED_EVENT,
+        DropReason.UNPAIRED_DRAG,
+        DropReason.MOUSEOVER,
+        DropReason.UNKNOWN_ACTION_VERB,
+        DropReason.MISSING_SCREENSHOT,
+        DropReason.UNSAFE_SCREENSHOT_REFERENCE,
+        DropReason.MISSING_COORDINATES,
+        DropReason.COORDINATE_OUT_OF_RANGE,
+        DropReason.DRAG_WITHOUT_COORDINATES,
+        DropReason.EMPTY_SCROLL,
+        DropReason.MALFORMED_STEP,
+    }
+    | assembly.DROPS
+)
 
 
-def _resolve(root: Path, ref: str) -> Path:
+def _resolve(root: Path, ref: str, unsafe: DropReason) -> Path:
     """A path relative to the repo root, or a URL whose path part names a mirror file."""
     rel = urlsplit(ref).path if "://" in ref else ref
     p = PurePosixPath(rel.lstrip("/"))
     if ".." in p.parts or not p.parts:
-        raise _Bad("unsafe_reference")
+        raise Drop(unsafe, ref[:200])
     if len(rel) > 4096 or any(len(part.encode("utf-8", "replace")) > 255 for part in p.parts):
-        raise _Bad("unsafe_reference")  # no file system holds such a name
+        raise Drop(unsafe, "name too long")  # no file system holds such a name
     return root / p
 
 
-def _read_reference(root: Path, ref: str, missing: str) -> bytes:
-    """The bytes of a mirror file a record points to; `missing` names the drop otherwise."""
-    path = _resolve(root, ref)
+def _read_reference(root: Path, ref: str, missing: DropReason, unsafe: DropReason) -> bytes:
+    """The bytes of a mirror file a record points to; `missing` / `unsafe` name the drop otherwise."""
+    path = _resolve(root, ref, unsafe)
     try:
         return path.read_bytes()
     except OSError:  # absent, a directory, unreadable: the record's reference is dangling
-        raise _Bad(missing) from None
+        raise Drop(missing, ref[:200]) from None
 
 
 def _load_document(value: Any, root: Path) -> Any:
     if isinstance(value, dict | list):
         return value
     if not isinstance(value, str) or not value.strip():
-        raise _Bad(DropReason.MALFORMED_RECORD)
+        raise Drop(DropReason.MALFORMED_RECORD, "no input_metadata")
     text = value.strip()
-    if text[0] in "[{":
-        return json.loads(text)
-    return json.loads(_read_reference(root, text, "missing_input_metadata").decode("utf-8"))
+    try:
+        if text[0] in "[{":
+            return json.loads(text)
+        data = _read_reference(root, text, DropReason.MISSING_INPUT_METADATA, DropReason.UNSAFE_REFERENCE)
+        return json.loads(data.decode("utf-8"))
+    except ValueError:  # UnicodeDecodeError included
+        raise Drop(DropReason.MALFORMED_JSON, "input_metadata") from None
 
 
 def _rows(raw: RawPartition) -> Iterator[tuple[str, int, dict[str, Any]]]:
@@ -128,27 +168,22 @@ def _rows(raw: RawPartition) -> Iterator[tuple[str, int, dict[str, Any]]]:
                         yield f.path, i, rec if isinstance(rec, dict) else {"__malformed__": True}
 
 
-def episodes(
-    raw: RawPartition, store: ImageStore, stats: BuildStats, config: BuildConfig
-) -> Iterator[GuiEpisode]:
-    files = {f.path for f in raw.files}
-    stats.files_in += len(files)
+def episodes(run: AdapterRun) -> Iterator[GuiEpisode]:
+    """Every row's sessions, rows in file order; a row that cannot be read is one candidate."""
+    raw = run.raw
     for path, row_no, rec in _rows(raw):
         ref = SourceRef(raw.repo_id, raw.revision, path, row=row_no)
-        stats.episodes_in += 1
-        if rec.get("__malformed__") or not isinstance(rec.get("id"), str | int):
-            stats.drop(DropReason.MALFORMED_JSON if rec.get("__malformed__") else DropReason.MALFORMED_RECORD)
-            continue
         try:
+            if rec.get("__malformed__"):
+                raise Drop(DropReason.MALFORMED_JSON, f"{path} line {row_no}")
+            if not isinstance(rec.get("id"), str | int):
+                raise Drop(DropReason.MALFORMED_RECORD, "no id")
             doc = _load_document(rec.get("input_metadata"), raw.root)
             events = doc.get("actions") if isinstance(doc, dict) else doc
             if not isinstance(events, list):
-                raise _Bad(DropReason.MALFORMED_RECORD)
-        except _Bad as e:
-            stats.drop(e.reason)
-            continue
-        except ValueError:
-            stats.drop(DropReason.MALFORMED_JSON)
+                raise Drop(DropReason.MALFORMED_RECORD, "no list of events")
+        except Drop as e:
+            run.reject(e.reason)
             continue
         thoughts = _thoughts(rec.get("synthetically_generated_thought_metadata"))
         sessions: dict[str, list[dict[str, Any]]] = {}
@@ -156,15 +191,11 @@ def episodes(
             if isinstance(e, dict):
                 sessions.setdefault(str(e.get("session_id", "")), []).append(e)
             else:
-                stats.drop(DropReason.MALFORMED_RECORD)
-        if len(sessions) > 1:
-            stats.episodes_in += len(sessions) - 1
-        for session, evs in sessions.items():
-            ep = _episode(rec, session, evs, thoughts, raw.root, ref, store, stats, config)
-            if ep is None:
-                stats.drop(DropReason.EMPTY_EPISODE)
-            else:
-                yield ep
+                run.drop(DropReason.MALFORMED_EVENT)
+        for session, evs in run.candidates(sessions.items() or [("", [])]):
+            episode = _episode(run, rec, session, evs, thoughts, ref)
+            if episode is not None:
+                yield episode
 
 
 def _thoughts(value: Any) -> dict[int, str]:
@@ -203,7 +234,7 @@ def _xy(e: dict[str, Any]) -> tuple[float, float] | None:
 
 
 def _group(
-    events: list[dict[str, Any]], hover: bool, stats: BuildStats
+    events: list[dict[str, Any]], hover: bool, run: AdapterRun
 ) -> list[tuple[str, list[dict[str, Any]]]]:
     """Consecutive events that make one action, as (kind, events)."""
     evs = sorted(
@@ -242,10 +273,10 @@ def _group(
                 groups.append((kind.split("_")[0], evs[i : i + 2]))
                 i += 2
             else:
-                stats.drop("unpaired_drag" if kind == "drag_start" else "mouseover")
+                run.drop(DropReason.UNPAIRED_DRAG if kind == "drag_start" else DropReason.MOUSEOVER)
                 i += 1
         elif kind in ("drag_end", "mouseover_end"):
-            stats.drop("unpaired_drag" if kind == "drag_end" else "mouseover")
+            run.drop(DropReason.UNPAIRED_DRAG if kind == "drag_end" else DropReason.MOUSEOVER)
             i += 1
         else:
             groups.append((kind, [e]))
@@ -254,7 +285,7 @@ def _group(
         kept = []
         for kind, g in groups:
             if kind == "mouseover":
-                stats.drop("mouseover")
+                run.drop(DropReason.MOUSEOVER)
             else:
                 kept.append((kind, g))
         groups = kept
@@ -262,31 +293,27 @@ def _group(
 
 
 def _episode(
+    run: AdapterRun,
     rec: dict[str, Any],
     session: str,
     events: list[dict[str, Any]],
     thoughts: dict[int, str],
-    root: Path,
     ref: SourceRef,
-    store: ImageStore,
-    stats: BuildStats,
-    config: BuildConfig,
 ) -> GuiEpisode | None:
-    steps: list[GuiStep] = []
-    pointer = SCREEN_CENTRE
+    steps = Steps()
     cache: dict[str, Observation] = {}
-    for kind, group in _group(events, config.pango_hover, stats):
+    for kind, group in _group(events, run.config.pango_hover, run):
         first = group[0]
         shot = first.get("screenshot_url")
         try:
             if not isinstance(shot, str) or not shot:
-                raise _Bad(DropReason.MISSING_SCREENSHOT)
+                raise Drop(DropReason.MISSING_SCREENSHOT, "no screenshot_url")
             obs = cache.get(shot)
             if obs is None:
-                data = _read_reference(root, shot, DropReason.MISSING_SCREENSHOT)
-                header = inspect(data)
-                obs = Observation(store.put(data, header.ext), header.ext, 0, 0, header.width, header.height)
-                cache[shot] = obs
+                data = _read_reference(
+                    run.raw.root, shot, DropReason.MISSING_SCREENSHOT, DropReason.UNSAFE_SCREENSHOT_REFERENCE
+                )
+                obs = cache[shot] = run.observe(data)
             step_ref = SourceRef(
                 ref.repo_id,
                 ref.revision,
@@ -294,27 +321,14 @@ def _episode(
                 ref.row,
                 f"input_metadata.actions@{first.get('relative_timestamp_ms')}",
             )
-            step = _step(kind, group, obs, pointer, step_ref, thoughts.get(len(steps), ""))
-        except _Bad as e:
-            stats.drop(e.reason)
-            continue
-        except ImageError as e:
-            stats.drop(e.reason)
-            continue
-        steps.append(step)
-        pointer = next_cursor(pointer, step.action_type, step.params, step.grounded)
-    if not steps:
-        return None
+            steps.add(_step(kind, group, obs, steps.pointer, step_ref, thoughts.get(len(steps), "")))
+        except Drop as e:
+            run.drop(e.reason)
     attrs = {k: str(rec.get(k) or "") for k in ("task_description", "quest_type", "profession")}
     attrs.update(pango_id=str(rec["id"]), session_id=session)
     suffix = f"/{session}" if session else ""
-    return GuiEpisode(
-        f"pango/{rec['id']}{suffix}",
-        "pango",
-        str(rec.get("synthetically_generated_instruction") or ""),
-        steps,
-        True,
-        attrs,
+    return run.episode(
+        f"{rec['id']}{suffix}", str(rec.get("synthetically_generated_instruction") or ""), steps, True, attrs
     )
 
 
@@ -332,10 +346,10 @@ def _step(
 
     def norm(xy: tuple[float, float] | None) -> tuple[float, float]:
         if xy is None:
-            raise _Bad("missing_coordinates")
+            raise Drop(DropReason.MISSING_COORDINATES)
         x, y = xy[0] / w, xy[1] / h
         if not (0 <= x <= 1 and 0 <= y <= 1):
-            raise _Bad("coordinate_out_of_range")
+            raise Drop(DropReason.COORDINATE_OUT_OF_RANGE)
         return x, y
 
     e = group[0]
@@ -358,7 +372,7 @@ def _step(
             if g.get("type") in ("key_down", "key_press") and code and code not in codes:
                 codes.append(code)
         if not codes:
-            raise _Bad(DropReason.MALFORMED_RECORD)
+            raise Drop(DropReason.MALFORMED_STEP, "a key run without a key code")
         codes.sort(key=lambda c: next((i for i, m in enumerate(_MODIFIER_ORDER) if c.startswith(m)), 9))
         text = "+".join(codes)
         if codes in (["Enter"], ["NumpadEnter"]):
@@ -367,7 +381,7 @@ def _step(
     if kind == "drag":
         a, b = _xy(group[0]), _xy(group[1])
         if a is None or b is None:
-            raise _Bad("drag_without_coordinates")
+            raise Drop(DropReason.DRAG_WITHOUT_COORDINATES)
         return make(ActionType.DRAG, (*norm(a), *norm(b)), SPAN_MASK)
     if kind == "mouseover":
         return make(ActionType.HOVER, norm(_xy(e)), POINT_MASK)
@@ -383,8 +397,8 @@ def _step(
         dx = sum(delta(g, "delta_x", "deltaX") for g in group)
         dy = sum(delta(g, "delta_y", "deltaY") for g in group)
         if dx == 0 and dy == 0:
-            raise _Bad("empty_scroll")
+            raise Drop(DropReason.EMPTY_SCROLL)
         xy = _xy(e)
         x, y = norm(xy) if xy else pointer
         return wheel_step(make, (x, y), (dx, dy), (1 / w, 1 / h))
-    raise _Bad(DropReason.UNKNOWN_ACTION_VERB)
+    raise Drop(DropReason.UNKNOWN_ACTION_VERB, kind)

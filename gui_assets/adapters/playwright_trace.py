@@ -22,8 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from gui_assets.archives import ArchiveError, ZipImages
+from gui_assets.drops import DropReason
 
-DEFAULT_VIEWPORT = (1280, 720)  # Playwright's default when a context sets none
+DEFAULT_VIEWPORT = (1280, 720)
+# What reading a trace can raise besides opening its archive (archives.OPEN_DROPS).
+DROPS = frozenset({DropReason.MISSING_TRACE})  # Playwright's default when a context sets none
 
 
 @dataclass(slots=True)
@@ -94,7 +97,7 @@ def read_trace(archive: ZipImages) -> Trace:
     """Parse the trace events of an open archive. Raises ArchiveError when there is no trace."""
     names = sorted(n for n in archive.members if n.endswith("trace.trace"))
     if not names:
-        raise ArchiveError("missing_trace", "no trace.trace in the archive")
+        raise ArchiveError(DropReason.MISSING_TRACE, "no trace.trace in the archive")
     trace = Trace(version=0, viewport=DEFAULT_VIEWPORT)
     calls: dict[str, Call] = {}
     snapshot_page: dict[str, str] = {}

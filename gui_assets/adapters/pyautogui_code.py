@@ -19,6 +19,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from gui_assets.drops import Drop, DropReason
+
 MODULES = ("pyautogui", "computer")
 CLICKS = {
     "click": ("left", 1),
@@ -43,15 +45,22 @@ KNOWN = {
     "terminate",
 }
 ENTER_KEYS = {"enter", "return", "\n"}
+DROPS = frozenset(
+    {
+        DropReason.EMPTY_CODE,
+        DropReason.UNPARSEABLE_CODE,
+        DropReason.UNKNOWN_ACTION_VERB,
+        DropReason.MALFORMED_CODE,
+        DropReason.COORDINATE_OUT_OF_RANGE,
+        DropReason.MULTIPLE_ACTIONS,
+        DropReason.DRAG_WITHOUT_START,
+    }
+)
 COORD_SLACK = 0.01  # upstream rounds to 4 decimals and clamps; beyond this it is not normalized
 
 
-class CodeError(Exception):
+class CodeError(Drop):
     """Code that does not make exactly one action; `reason` is the drop reason to count."""
-
-    def __init__(self, reason: str, detail: str) -> None:
-        super().__init__(f"{reason}: {detail}")
-        self.reason = reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,32 +100,32 @@ def _literal(node: ast.AST) -> Any:
     try:
         return ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError) as e:
-        raise CodeError("malformed_code", f"argument is not a literal: {ast.dump(node)[:80]}") from e
+        raise CodeError(DropReason.MALFORMED_CODE, f"argument is not a literal: {ast.dump(node)[:80]}") from e
 
 
 def parse_calls(code: str) -> list[Call]:
     """The statements of `code` as calls; refuses anything that is not a plain literal call."""
     if not isinstance(code, str) or not code.strip():
-        raise CodeError("empty_code", repr(code)[:80])
+        raise CodeError(DropReason.EMPTY_CODE, repr(code)[:80])
     try:
         tree = ast.parse(code, mode="exec")
     except (SyntaxError, ValueError) as e:  # ValueError: NUL bytes in the source
-        raise CodeError("unparseable_code", str(e)[:120]) from None
+        raise CodeError(DropReason.UNPARSEABLE_CODE, str(e)[:120]) from None
     calls = []
     for stmt in tree.body:
         if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
-            raise CodeError("unparseable_code", f"not a call: {type(stmt).__name__}")
+            raise CodeError(DropReason.UNPARSEABLE_CODE, f"not a call: {type(stmt).__name__}")
         func = stmt.value.func
         if not (
             isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in MODULES
         ):
-            raise CodeError("unknown_action_verb", f"call of {ast.unparse(func)[:60]}")
+            raise CodeError(DropReason.UNKNOWN_ACTION_VERB, f"call of {ast.unparse(func)[:60]}")
         if func.attr not in KNOWN:
-            raise CodeError("unknown_action_verb", f"{func.value.id}.{func.attr}")
+            raise CodeError(DropReason.UNKNOWN_ACTION_VERB, f"{func.value.id}.{func.attr}")
         if any(isinstance(a, ast.Starred) for a in stmt.value.args) or any(
             k.arg is None for k in stmt.value.keywords
         ):
-            raise CodeError("malformed_code", "starred arguments")
+            raise CodeError(DropReason.MALFORMED_CODE, "starred arguments")
         args = tuple(_literal(a) for a in stmt.value.args)
         kwargs = {k.arg: _literal(k.value) for k in stmt.value.keywords if k.arg}
         calls.append(Call(func.attr, args, kwargs))
@@ -125,9 +134,9 @@ def parse_calls(code: str) -> list[Call]:
 
 def _coord(v: Any, what: str) -> float:
     if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
-        raise CodeError("malformed_code", f"{what} = {v!r}")
+        raise CodeError(DropReason.MALFORMED_CODE, f"{what} = {v!r}")
     if v < -COORD_SLACK or v > 1 + COORD_SLACK:
-        raise CodeError("coordinate_out_of_range", f"{what} = {v} is not normalized")
+        raise CodeError(DropReason.COORDINATE_OUT_OF_RANGE, f"{what} = {v} is not normalized")
     return min(max(float(v), 0.0), 1.0)
 
 
@@ -139,14 +148,14 @@ def _point(call: Call, first: int = 0) -> tuple[float, float] | None:
     if x is None and y is None:
         return None
     if x is None or y is None:
-        raise CodeError("malformed_code", f"{call.name} with one coordinate")
+        raise CodeError(DropReason.MALFORMED_CODE, f"{call.name} with one coordinate")
     return _coord(x, "x"), _coord(y, "y")
 
 
 def _keys(value: Any, call: Call) -> tuple[str, ...]:
     keys = value if isinstance(value, list | tuple) else [value]
     if not keys or not all(isinstance(k, str) and k for k in keys):
-        raise CodeError("malformed_code", f"{call.name} keys {value!r}")
+        raise CodeError(DropReason.MALFORMED_CODE, f"{call.name} keys {value!r}")
     return tuple(keys)
 
 
@@ -154,7 +163,7 @@ def _number(v: Any, call: Call, default: float) -> float:
     if v is None:
         return default
     if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
-        raise CodeError("malformed_code", f"{call.name} amount {v!r}")
+        raise CodeError(DropReason.MALFORMED_CODE, f"{call.name} amount {v!r}")
     return float(v)
 
 
@@ -166,19 +175,19 @@ def _single(call: Call, hover_at: tuple[float, float] | None) -> Action:
         button = call.kwargs.get("button", button)
         clicks = int(_number(call.kwargs.get("clicks"), call, clicks))
         if button not in ("left", "right", "middle") or clicks < 1:
-            raise CodeError("malformed_code", f"{n} button={button!r} clicks={clicks}")
+            raise CodeError(DropReason.MALFORMED_CODE, f"{n} button={button!r} clicks={clicks}")
         return Action("click", point=_point(call) or hover_at, button=button, clicks=clicks)
     if n == "dragTo":
         end = _point(call)
         if end is None:
-            raise CodeError("malformed_code", "dragTo without a point")
+            raise CodeError(DropReason.MALFORMED_CODE, "dragTo without a point")
         if hover_at is None:
-            raise CodeError("drag_without_start", "dragTo with no moveTo before it in the step")
+            raise CodeError(DropReason.DRAG_WITHOUT_START, "dragTo with no moveTo before it in the step")
         return Action("drag", point=hover_at, end=end, button=call.kwargs.get("button", "left"))
     if n in ("scroll", "hscroll"):
         amount = _number(call.arg(0, "clicks", "amount"), call, 0.0)
         if amount == 0:
-            raise CodeError("malformed_code", f"{n} by 0")
+            raise CodeError(DropReason.MALFORMED_CODE, f"{n} by 0")
         at = _point(call, first=1)  # scroll(clicks, x=None, y=None)
         vec = (amount, 0.0) if n == "hscroll" else (0.0, amount)
         return Action("scroll", point=at or hover_at, amount=vec)
@@ -187,13 +196,13 @@ def _single(call: Call, hover_at: tuple[float, float] | None) -> Action:
         if isinstance(text, list | tuple) and all(isinstance(t, str) for t in text):
             text = "".join(text)  # typewrite(['a', 'b']) types each
         if not isinstance(text, str):
-            raise CodeError("malformed_code", f"{n} text {text!r}")
+            raise CodeError(DropReason.MALFORMED_CODE, f"{n} text {text!r}")
         return Action("type", text=text)
     if n == "press":
         keys = _keys(call.arg(0, "keys", "key"), call)
         presses = int(_number(call.kwargs.get("presses"), call, 1))
         if presses < 1:
-            raise CodeError("malformed_code", f"press presses={presses}")
+            raise CodeError(DropReason.MALFORMED_CODE, f"press presses={presses}")
         return Action("press", keys=keys, presses=presses)
     if n == "hotkey":
         keys = call.kwargs["keys"] if "keys" in call.kwargs else list(call.args)
@@ -206,9 +215,9 @@ def _single(call: Call, hover_at: tuple[float, float] | None) -> Action:
         status = str(call.arg(0, "status", default="success")).lower()
         status = {"fail": "failure", "failed": "failure", "succeed": "success"}.get(status, status)
         if status not in ("success", "failure"):
-            raise CodeError("malformed_code", f"terminate status {status!r}")
+            raise CodeError(DropReason.MALFORMED_CODE, f"terminate status {status!r}")
         return Action("terminate", status=status)
-    raise CodeError("unknown_action_verb", n)  # moveTo is handled by the caller
+    raise CodeError(DropReason.UNKNOWN_ACTION_VERB, n)  # moveTo is handled by the caller
 
 
 def parse_action(code: str) -> Action:
@@ -219,10 +228,10 @@ def parse_action(code: str) -> Action:
     for call in calls:
         if call.name == "moveTo":
             if real:
-                raise CodeError("multiple_actions", "moveTo after an action")
+                raise CodeError(DropReason.MULTIPLE_ACTIONS, "moveTo after an action")
             hover_at = _point(call)
             if hover_at is None:
-                raise CodeError("malformed_code", "moveTo without a point")
+                raise CodeError(DropReason.MALFORMED_CODE, "moveTo without a point")
         else:
             real.append(call)
     if not real:
@@ -232,5 +241,5 @@ def parse_action(code: str) -> Action:
         if pressed.presses == 1 and len(pressed.keys) == 1 and pressed.keys[0].lower() in ENTER_KEYS:
             return Action("type", text=typed.text + "\n")
     if len(real) > 1:
-        raise CodeError("multiple_actions", " + ".join(c.name for c in real))
+        raise CodeError(DropReason.MULTIPLE_ACTIONS, " + ".join(c.name for c in real))
     return _single(real[0], hover_at)

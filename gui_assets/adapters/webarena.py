@@ -28,6 +28,25 @@ Typed values are kept in action_text as recorded (the dataset is the record) and
 
 Limit: a scripted Playwright call that scrolls its target into view acts on a screen the trace
 may not show before the call; human traces are recorded by hand and scroll as separate steps.
+A missing or unreadable config file fails the partition by name.
+
+Drop reasons:
+    task_not_in_config        a trace whose task_id the configs do not hold
+    truncated_archive         a trace zip that cannot be opened
+    missing_trace             a zip with no trace events in it
+    malformed_trace_event     a trace line that parses but is no event
+    failed_call               a user call whose `after` carries an error
+    no_frame                  a call on a page with no screencast frame before it
+    missing_screenshot        a frame the archive does not hold
+    unsafe_archive_member     the archive's refusals of a frame member
+    encrypted_archive_member
+    unsupported_compression
+    archive_member_too_large
+    truncated_archive_member
+    undecodable_image         frame bytes that do not decode
+    unsupported_image_format  frame bytes that are no JPEG, PNG or WebP
+    image_too_large           an image beyond the largest this source produces (a forged header)
+    empty_episode             a trace none of whose user calls made a step
 """
 
 from __future__ import annotations
@@ -37,33 +56,44 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from gui_assets import archives, assembly
+from gui_assets.adapters import playwright_trace
 from gui_assets.adapters.playwright_trace import Call, Trace, open_trace
-from gui_assets.archives import ArchiveError, ZipImages
-from gui_assets.config import BuildConfig
+from gui_assets.archives import ZipImages
+from gui_assets.assembly import AdapterRun, Steps
 from gui_assets.cursor import SCREEN_CENTRE
-from gui_assets.episode_store import ImageStore
-from gui_assets.images import ImageError, inspect
+from gui_assets.drops import Drop, DropReason, UngroundedReason
 from gui_assets.ir import (
     POINT_MASK,
     SPAN_MASK,
     ActionType,
-    DropReason,
     GuiEpisode,
     GuiStep,
     Observation,
     SourceRef,
-    UngroundedReason,
     step_builder,
     wheel_step,
 )
 from gui_assets.mirror import RawInputError, RawPartition
-from gui_assets.stats import BuildStats
 
 REPO_ID = "webarena"
 PARTITIONS = ("human",)
 CONFIG = "config_files/test.raw.json"
 TRACES = "human_trajectories/"
 
+DROPS = frozenset(
+    {
+        DropReason.TASK_NOT_IN_CONFIG,
+        DropReason.MALFORMED_TRACE_EVENT,
+        DropReason.FAILED_CALL,
+        DropReason.NO_FRAME,
+        DropReason.MISSING_SCREENSHOT,
+    }
+    | playwright_trace.DROPS
+    | archives.OPEN_DROPS
+    | archives.MEMBER_DROPS
+    | assembly.DROPS
+)
 _CLICK = {"click", "tap", "mouseclick", "dblclick"}
 _HOVER = {"hover", "mousemove"}
 _CHECK = {"check": "check", "uncheck": "uncheck", "setchecked": "set_checked"}
@@ -101,52 +131,44 @@ def read_configs(raw: RawPartition) -> dict[str, dict[str, Any]]:
         raise RawInputError(f"{raw.repo_id}/{CONFIG}: unreadable ({type(e).__name__}: {e})") from None
 
 
-def episodes(
-    raw: RawPartition, store: ImageStore, stats: BuildStats, config: BuildConfig
-) -> Iterator[GuiEpisode]:
+def episodes(run: AdapterRun) -> Iterator[GuiEpisode]:
     """One episode per `<task_id>.zip`, in task_id order."""
+    raw = run.raw
     configs = read_configs(raw)
     traces = sorted(raw.find(f"{TRACES}*.zip"), key=lambda f: (len(Path(f.path).stem), Path(f.path).stem))
-    for f in traces:
-        stats.files_in += 1
-        stats.episodes_in += 1
+    for f in run.candidates(traces):
         task_id = Path(f.path).stem
         cfg = configs.get(task_id)
         if cfg is None:
-            stats.drop("task_not_in_config")
+            run.drop(DropReason.TASK_NOT_IN_CONFIG)
             continue
         try:
             archive, trace = open_trace(Path(f.local))
-        except ArchiveError as e:
-            stats.drop(e.reason)
+        except Drop as e:
+            run.drop(e.reason)
             continue
         if trace.malformed_events:
-            stats.drop("malformed_trace_event", trace.malformed_events)
+            run.drop(DropReason.MALFORMED_TRACE_EVENT, trace.malformed_events)
         try:
-            ep = _episode(raw, f.path, task_id, cfg, archive, trace, store, stats)
+            episode = _episode(run, f.path, task_id, cfg, archive, trace)
         finally:
             archive.close()
-        if ep is None:
-            stats.drop(DropReason.EMPTY_EPISODE)
-            continue
-        yield ep
+        if episode is not None:
+            yield episode
 
 
 def _observation(
-    archive: ZipImages, trace: Trace, call: Call, store: ImageStore
+    archive: ZipImages, trace: Trace, call: Call, run: AdapterRun
 ) -> tuple[Observation, float, float]:
     """The frame the call acted on, and the CSS px -> frame px scale."""
     frame = trace.frame_before(call.page or "", call.start)
     if frame is None:
-        raise ArchiveError("no_frame", f"{call.method} at {call.start} ms")
-    known = frame.member in archive.members or frame.member in archive.refused
-    data = archive.read(frame.member) if known else None  # a refused member raises its reason
-    if data is None:
-        raise ArchiveError("missing_screenshot", frame.member)
-    header = inspect(data)
+        raise Drop(DropReason.NO_FRAME, f"{call.method} at {call.start} ms")
+    if frame.member not in archive.members and frame.member not in archive.refused:
+        raise Drop(DropReason.MISSING_SCREENSHOT, frame.member)
+    obs = run.observe(archive.read(frame.member))  # a refused member raises its reason
     vw, vh = trace.viewport_of(call.page or "")
-    obs = Observation(store.put(data, header.ext), header.ext, 0, 0, header.width, header.height)
-    return obs, header.width / vw, header.height / vh
+    return obs, obs.width / vw, obs.height / vh
 
 
 def _norm(p: tuple[float, float], sx: float, sy: float, w: int, h: int) -> tuple[float, float] | None:
@@ -155,16 +177,10 @@ def _norm(p: tuple[float, float], sx: float, sy: float, w: int, h: int) -> tuple
 
 
 def _episode(
-    raw: RawPartition,
-    path: str,
-    task_id: str,
-    cfg: dict[str, Any],
-    archive: ZipImages,
-    trace: Trace,
-    store: ImageStore,
-    stats: BuildStats,
+    run: AdapterRun, path: str, task_id: str, cfg: dict[str, Any], archive: ZipImages, trace: Trace
 ) -> GuiEpisode | None:
-    steps: list[GuiStep] = []
+    raw = run.raw
+    steps = Steps()
     ignored = 0
     mouse: dict[str, tuple[float, float]] = {}  # per page: where the pointer is, CSS px
     for call in trace.calls:
@@ -172,29 +188,24 @@ def _episode(
         if method not in USER_METHODS:
             ignored += 1
             continue
-        if call.error:
-            stats.drop("failed_call")
-            continue
         try:
-            obs, sx, sy = _observation(archive, trace, call, store)
-        except (ArchiveError, ImageError) as e:
-            stats.drop(str(e.reason))
+            if call.error:
+                raise Drop(DropReason.FAILED_CALL)
+            obs, sx, sy = _observation(archive, trace, call, run)
+        except Drop as e:
+            run.drop(e.reason)
             continue
         ref = SourceRef(raw.repo_id, raw.revision, path, member=f"trace.trace#{call.call_id}")
-        step = _step(call, method, obs, sx, sy, mouse, ref)
+        steps.add(_step(call, method, obs, sx, sy, mouse, ref))
         if call.point is not None and call.page:
             mouse[call.page] = call.point
-        steps.append(step)
-    if not steps:
-        return None
     sites = cfg.get("sites") or []
-    return GuiEpisode(
-        episode_id=f"webarena/{task_id}",
-        source="webarena",
-        instruction=str(cfg.get("intent", "")),
-        steps=steps,
-        success=False,  # the traces ship no success label (humans solved 78% of the tasks)
-        attrs={
+    return run.episode(
+        task_id,
+        str(cfg.get("intent", "")),
+        steps,
+        False,  # the traces ship no success label (humans solved 78% of the tasks)
+        {
             "task_id": task_id,
             "intent_template_id": str(cfg.get("intent_template_id", "")),
             "intent_template": str(cfg.get("intent_template", "")),

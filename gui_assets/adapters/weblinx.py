@@ -32,6 +32,27 @@ device px. The scale is measured per turn, frame width / viewportWidth (which is
 when the frame is in device px and 1 when it is not), falling back to `zoomLevel` (metadata or
 properties) when the viewport is not recorded. Points are normalized by the frame; a box is
 clipped to the frame first, and a box outside it leaves the step ungrounded.
+
+Drop reasons:
+    missing_demo_archive      a demo splits.json lists with no zip in the mirror
+    truncated_archive         a demo zip that cannot be opened
+    missing_replay            a demo zip without replay.json
+    malformed_json            a replay.json that does not parse or has no `data` list
+    malformed_step            a turn that is not an object, or a browser turn missing the
+                              field its intent needs (text, value, url, scroll offsets)
+    unknown_action_verb       a browser intent outside the table above
+    missing_screenshot        a browser turn whose screenshot is not named or not in the zip
+    broken_screenshot         a screenshot the recorder marked broken
+    empty_scroll              a scroll whose offsets did not change
+    unsafe_archive_member     the archive's refusals of a screenshot member
+    encrypted_archive_member
+    unsupported_compression
+    archive_member_too_large
+    truncated_archive_member
+    undecodable_image         screenshot bytes that do not decode
+    unsupported_image_format  screenshot bytes that are no PNG, JPEG or WebP
+    image_too_large           an image beyond the largest this source produces (a forged header)
+    empty_episode             a demo none of whose turns made a step
 """
 
 from __future__ import annotations
@@ -42,25 +63,21 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from gui_assets import archives, assembly
 from gui_assets.archives import ArchiveError, ZipImages
-from gui_assets.config import BuildConfig
-from gui_assets.cursor import SCREEN_CENTRE, next_cursor
-from gui_assets.episode_store import ImageStore
-from gui_assets.images import ImageError, inspect
+from gui_assets.assembly import AdapterRun, Steps
+from gui_assets.drops import Drop, DropReason, UngroundedReason
 from gui_assets.ir import (
     POINT_MASK,
     ActionType,
-    DropReason,
     GuiEpisode,
     GuiStep,
     Observation,
     SourceRef,
-    UngroundedReason,
     step_builder,
     wheel_step,
 )
-from gui_assets.mirror import RawInputError, RawPartition
-from gui_assets.stats import BuildStats
+from gui_assets.mirror import RawInputError
 
 REPO_ID = "McGill-NLP/WebLINX-zipped"
 PARTITIONS = ("train", "valid")
@@ -174,6 +191,23 @@ def locate(t: _Turn, width: int, height: int) -> tuple[tuple[float, float] | Non
     return None, UngroundedReason.NO_CANDIDATE
 
 
+DROPS = frozenset(
+    {
+        DropReason.MISSING_DEMO_ARCHIVE,
+        DropReason.MISSING_REPLAY,
+        DropReason.MALFORMED_JSON,
+        DropReason.MALFORMED_STEP,
+        DropReason.UNKNOWN_ACTION_VERB,
+        DropReason.MISSING_SCREENSHOT,
+        DropReason.BROKEN_SCREENSHOT,
+        DropReason.EMPTY_SCROLL,
+    }
+    | archives.OPEN_DROPS
+    | archives.MEMBER_DROPS
+    | assembly.DROPS
+)
+
+
 class _Demo:
     """One demonstration zip: replay.json and the screenshots it names."""
 
@@ -183,60 +217,61 @@ class _Demo:
 
     def replay(self) -> dict[str, Any]:
         if "replay.json" not in self.zip.members:
-            raise ArchiveError("missing_replay", "no replay.json")
-        doc = json.loads(self.zip.read("replay.json").decode("utf-8", errors="replace"))
+            raise Drop(DropReason.MISSING_REPLAY, "no replay.json")
+        try:
+            doc = json.loads(self.zip.read("replay.json").decode("utf-8", errors="replace"))
+        except ValueError:
+            raise Drop(DropReason.MALFORMED_JSON, "replay.json") from None
         if not isinstance(doc, dict) or not isinstance(doc.get("data"), list):
-            raise ValueError("replay.json has no data list")
+            raise Drop(DropReason.MALFORMED_JSON, "replay.json has no data list")
         return doc
 
+    def observe(self, shot: Any, run: AdapterRun) -> Observation:
+        """The screenshot a turn's state names, as a stored observation; Drop if unusable."""
+        if not isinstance(shot, str) or not shot:
+            raise Drop(DropReason.MISSING_SCREENSHOT, "no screenshot named")
+        name = shot.rsplit("/", 1)[-1]
+        if name not in self.zip.members and name not in self.zip.refused:
+            raise Drop(DropReason.MISSING_SCREENSHOT, name)
+        return run.observe(self.zip.read(name))
 
-def episodes(
-    raw: RawPartition, store: ImageStore, stats: BuildStats, config: BuildConfig
-) -> Iterator[GuiEpisode]:
+
+def episodes(run: AdapterRun) -> Iterator[GuiEpisode]:
     """The split's demos in splits.json order; a listed demo with no zip is counted, not fatal."""
+    raw = run.raw
     if not raw.find(SPLITS_FILE):
         raise RawInputError(f"{raw.repo_id}: no {SPLITS_FILE}")
     zips = {Path(f.path).stem: f for f in raw.files if f.path.endswith(".zip")}
-    for demo_id in demo_ids(raw.root, raw.partition):
-        stats.episodes_in += 1
+    for demo_id in run.candidates(demo_ids(raw.root, raw.partition)):
         f = zips.get(demo_id)
         if f is None:
-            stats.drop("missing_demo_archive")
+            run.drop(DropReason.MISSING_DEMO_ARCHIVE)
             continue
-        stats.files_in += 1
-        ep = _episode(raw, f.path, f.local, demo_id, store, stats)  # counts its own drop
-        if ep is not None:
-            yield ep
+        try:
+            demo = _Demo(f.local, demo_id)
+        except ArchiveError as e:
+            run.drop(e.reason)
+            continue
+        try:
+            doc = demo.replay()
+            episode = _episode(run, f.path, demo, doc["data"])
+        except Drop as e:
+            run.drop(e.reason)
+            continue
+        finally:
+            demo.zip.close()
+        if episode is not None:
+            yield episode
 
 
-def _episode(
-    raw: RawPartition, repo_path: str, local: Path, demo_id: str, store: ImageStore, stats: BuildStats
-) -> GuiEpisode | None:
-    try:
-        demo = _Demo(local, demo_id)
-        doc = demo.replay()
-    except ArchiveError as e:
-        stats.drop(e.reason)
-        return None
-    except (ValueError, UnicodeError):
-        stats.drop(DropReason.MALFORMED_JSON)
-        return None
-    try:
-        return _steps(raw, repo_path, demo, doc["data"], store, stats)
-    finally:
-        demo.zip.close()
-
-
-def _steps(
-    raw: RawPartition, repo_path: str, demo: _Demo, turns: list[Any], store: ImageStore, stats: BuildStats
-) -> GuiEpisode | None:
+def _episode(run: AdapterRun, repo_path: str, demo: _Demo, turns: list[Any]) -> GuiEpisode | None:
+    raw = run.raw
     instruction: list[str] = []
-    steps: list[GuiStep] = []
-    pointer = SCREEN_CENTRE
+    steps = Steps()
     offsets: dict[str, tuple[float, float]] = {}  # per tab: the page offset the view is at
     for i, turn in enumerate(turns):
         if not isinstance(turn, dict):
-            stats.drop(DropReason.MALFORMED_RECORD)
+            run.drop(DropReason.MALFORMED_STEP)
             continue
         kind = turn.get("type")
         if kind == "chat":
@@ -250,41 +285,21 @@ def _steps(
             continue
         tab = t.tab()
         ref = SourceRef(raw.repo_id, raw.revision, repo_path, member=f"replay.json#data[{i}]")
-        shot = t.state.get("screenshot")
-        if not isinstance(shot, str) or not shot:
-            stats.drop(DropReason.MISSING_SCREENSHOT)
-            continue
-        if t.state.get("screenshot_status") == "broken":
-            stats.drop("broken_screenshot")
-            continue
         try:
-            data = demo.zip.read(shot.rsplit("/", 1)[-1])
-            header = inspect(data)
-        except KeyError:
-            stats.drop(DropReason.MISSING_SCREENSHOT)
-            continue
-        except (ArchiveError, ImageError) as e:
-            stats.drop(str(e.reason))
-            continue
-        obs = Observation(store.put(data, header.ext), header.ext, 0, 0, header.width, header.height)
-        if t.intent == "load":
-            offsets[tab] = (0.0, 0.0)
-        scroll = offsets.get(tab, (0.0, 0.0))
-        step = _step(t, obs, scroll, pointer, offsets, tab, ref, stats)
-        if step is None:
-            continue
-        steps.append(step)
-        pointer = next_cursor(pointer, step.action_type, step.params, step.grounded)
-    if not steps:
-        stats.drop(DropReason.EMPTY_EPISODE)
-        return None
-    return GuiEpisode(
-        episode_id=f"weblinx/{demo.demo_id}",
-        source="weblinx",
-        instruction="\n".join(u for u in instruction if u),
-        steps=steps,
-        success=True,
-        attrs={"demo_id": demo.demo_id, "instructor_turns": str(len(instruction))},
+            if t.state.get("screenshot_status") == "broken" and isinstance(t.state.get("screenshot"), str):
+                raise Drop(DropReason.BROKEN_SCREENSHOT)
+            obs = demo.observe(t.state.get("screenshot"), run)
+            if t.intent == "load":
+                offsets[tab] = (0.0, 0.0)
+            steps.add(_step(t, obs, offsets.get(tab, (0.0, 0.0)), steps.pointer, offsets, tab, ref))
+        except Drop as e:
+            run.drop(e.reason)
+    return run.episode(
+        demo.demo_id,
+        "\n".join(u for u in instruction if u),
+        steps,
+        True,
+        {"demo_id": demo.demo_id, "instructor_turns": str(len(instruction))},
     )
 
 
@@ -296,8 +311,8 @@ def _step(
     offsets: dict[str, tuple[float, float]],
     tab: str,
     ref: SourceRef,
-    stats: BuildStats,
-) -> GuiStep | None:
+) -> GuiStep:
+    """The step of one browser turn; raises Drop when the turn cannot make one."""
     w, h = obs.width, obs.height
 
     make = step_builder(obs, ref, scroll=scroll)
@@ -316,16 +331,14 @@ def _step(
     if intent == "textinput":
         text = t.args.get("text", t.args.get("value"))
         if not isinstance(text, str):
-            stats.drop(DropReason.MALFORMED_RECORD)
-            return None
+            raise Drop(DropReason.MALFORMED_STEP, "textInput without text")
         if not t.element:
             return make(ActionType.TYPE, text=text)
         return pointed(ActionType.TYPE, text)
     if intent == "change":
         value = t.args.get("value")
         if not isinstance(value, str):
-            stats.drop(DropReason.MALFORMED_RECORD)
-            return None
+            raise Drop(DropReason.MALFORMED_STEP, "change without value")
         select = str(t.element.get("tagName", "")).upper() == "SELECT"
         return pointed(ActionType.SELECT if select else ActionType.TYPE, value)
     if intent == "submit":
@@ -333,11 +346,10 @@ def _step(
     if intent == "load":
         url = t.props.get("url") or t.args.get("url")
         if not isinstance(url, str) or not url:
-            stats.drop(DropReason.MALFORMED_RECORD)
-            return None
+            raise Drop(DropReason.MALFORMED_STEP, "load without url")
         return make(ActionType.GOTO, text=url)
     if intent == "scroll":
-        return _scroll(t, make, pointer, offsets, tab, w, h, stats)
+        return _scroll(t, make, pointer, offsets, tab, w, h)
     if intent in KEYS:
         detail = {"copy": t.args.get("selected"), "paste": t.args.get("pasted")}.get(intent)
         if intent == "tabswitch":
@@ -346,8 +358,7 @@ def _step(
             detail = str(t.props.get("tabId", ""))
         desc = f"{intent}({json.dumps(detail, ensure_ascii=False) if detail not in (None, '') else ''})"
         return make(ActionType.PRESS_KEY, text=KEYS[intent], desc=desc)
-    stats.drop(DropReason.UNKNOWN_ACTION_VERB)
-    return None
+    raise Drop(DropReason.UNKNOWN_ACTION_VERB, intent)
 
 
 def _scroll(
@@ -358,19 +369,16 @@ def _scroll(
     tab: str,
     w: int,
     h: int,
-    stats: BuildStats,
-) -> GuiStep | None:
+) -> GuiStep:
     sx_new, sy_new = _num(t.args.get("scrollX")), _num(t.args.get("scrollY"))
     if sx_new is None and sy_new is None:
-        stats.drop(DropReason.MALFORMED_RECORD)
-        return None
+        raise Drop(DropReason.MALFORMED_STEP, "scroll without offsets")
     before = offsets.get(tab, (0.0, 0.0))
     after = (sx_new if sx_new is not None else before[0], sy_new if sy_new is not None else before[1])
     offsets[tab] = after
     dx, dy = after[0] - before[0], after[1] - before[1]
     if dx == 0 and dy == 0:
-        stats.drop("empty_scroll")
-        return None
+        raise Drop(DropReason.EMPTY_SCROLL)
     sx, sy = t.scale(w, h)
     mouse = t.mouse()
     x, y = (

@@ -9,21 +9,22 @@ A failed check of any severity sends one alert (asset, partition, check, severit
 run id) from inside its own evaluation, so CLI runs alert as well as daemon-driven ones.
 """
 
-import base64
+import warnings
 from collections.abc import Callable
 from typing import Any
 
 import dagster as dg
 
-from gui_assets import charts, invariants
+from gui_assets import charts, integrity, invariants, shard_reader
 from gui_assets.alerts import Alert
-from gui_assets.atomic import atomic_write_bytes
+from gui_assets.defs.metadata import inline_image
+from gui_assets.defs.partitions import source_partitions
 from gui_assets.defs.resources import AlertsResource, GuiAssetsPaths
 from gui_assets.episode_store import ImageStore
 from gui_assets.invariants import Verdict
 from gui_assets.layout import OutLayout
-from gui_assets.pipeline import read_split_rows
-from gui_assets.sources import SourceSpec
+from gui_assets.source_spec import SourceSpec
+from gui_assets.stages.split import read_split_rows
 
 
 def _scalar_metadata(figures: dict[str, Any]) -> dict[str, Any]:
@@ -45,7 +46,6 @@ def _report(
     context: dg.AssetCheckExecutionContext,
     alerts: AlertsResource,
     paths: GuiAssetsPaths,
-    asset: dg.AssetKey,
     check: str,
     verdict: Verdict,
     extra: dict[str, Any] | None = None,
@@ -63,7 +63,7 @@ def _report(
     if not verdict.passed:
         alert = Alert(
             kind="asset_check",
-            asset=asset.to_user_string(),
+            asset=context.check_specs[0].asset_key.to_user_string(),
             partition=context.partition_key,
             check=check,
             severity=verdict.severity,
@@ -81,23 +81,24 @@ def _report(
     )
 
 
-def build_source_checks(
-    spec: SourceSpec,
-    partitions: dg.PartitionsDefinition,
-    shards_key: dg.AssetKey,
-    splits_key: dg.AssetKey,
-    info_key: dg.AssetKey,
-) -> list[dg.AssetChecksDefinition]:
-    def shards_of(paths: GuiAssetsPaths, key: str) -> list:
-        out = OutLayout(paths.out_dir())
-        return invariants.shard_files(out.directory(spec.directory(key)), spec.directory(key))
+def _shards(paths: GuiAssetsPaths, spec: SourceSpec, key: str) -> list:
+    out = OutLayout(paths.out_dir())
+    return shard_reader.shard_files(out.directory(spec.directory(key)), spec.directory(key))
 
-    def shard_check(name: str, blocking: bool, description: str) -> Callable[..., dg.AssetChecksDefinition]:
-        return dg.asset_check(
-            asset=shards_key, name=name, partitions_def=partitions, blocking=blocking, description=description
-        )
 
-    @shard_check(
+def _on_shards(spec: SourceSpec, name: str, blocking: bool, description: str) -> Callable[..., Any]:
+    return dg.asset_check(
+        asset=dg.AssetKey(f"{spec.name}_shards"),
+        name=name,
+        partitions_def=source_partitions(spec),
+        blocking=blocking,
+        description=description,
+    )
+
+
+def _alignment_leakage(spec: SourceSpec) -> dg.AssetChecksDefinition:
+    @_on_shards(
+        spec,
         "alignment_leakage",
         blocking=True,
         description="ERROR (blocking) when the target lies inside the eye-in-hand crop on >= 90% of grounded "
@@ -110,11 +111,16 @@ def build_source_checks(
         key = context.partition_key
         out = OutLayout(paths.out_dir())
         verdict = invariants.alignment_leakage(
-            shards_of(paths, key), out.episodes(spec.directory(key)), ImageStore(out.image_store)
+            _shards(paths, spec, key), out.episodes(spec.directory(key)), ImageStore(out.image_store)
         )
-        return _report(context, alerts, paths, shards_key, "alignment_leakage", verdict)
+        return _report(context, alerts, paths, "alignment_leakage", verdict)
 
-    @shard_check(
+    return alignment_leakage
+
+
+def _causal_cursor(spec: SourceSpec) -> dg.AssetChecksDefinition:
+    @_on_shards(
+        spec,
         "causal_cursor",
         blocking=False,
         description="ERROR when an eye_rect is not the clamped 128 px window on where the previous action "
@@ -123,10 +129,15 @@ def build_source_checks(
     def causal_cursor(
         context: dg.AssetCheckExecutionContext, paths: GuiAssetsPaths, alerts: AlertsResource
     ) -> dg.AssetCheckResult:
-        verdict = invariants.causal_cursor(shards_of(paths, context.partition_key))
-        return _report(context, alerts, paths, shards_key, "causal_cursor", verdict)
+        verdict = invariants.causal_cursor(_shards(paths, spec, context.partition_key))
+        return _report(context, alerts, paths, "causal_cursor", verdict)
 
-    @shard_check(
+    return causal_cursor
+
+
+def _action_mask(spec: SourceSpec) -> dg.AssetChecksDefinition:
+    @_on_shards(
+        spec,
         "action_mask",
         blocking=False,
         description="ERROR when a step's mask is neither its type's row nor all-zero, a masked slot is "
@@ -135,10 +146,15 @@ def build_source_checks(
     def action_mask(
         context: dg.AssetCheckExecutionContext, paths: GuiAssetsPaths, alerts: AlertsResource
     ) -> dg.AssetCheckResult:
-        verdict = invariants.action_mask(shards_of(paths, context.partition_key))
-        return _report(context, alerts, paths, shards_key, "action_mask", verdict)
+        verdict = invariants.action_mask(_shards(paths, spec, context.partition_key))
+        return _report(context, alerts, paths, "action_mask", verdict)
 
-    @shard_check(
+    return action_mask
+
+
+def _scroll_histogram(spec: SourceSpec) -> dg.AssetChecksDefinition:
+    @_on_shards(
+        spec,
         "scroll_histogram",
         blocking=False,
         description="WARN when a source with scrolling yields no SCROLL step, or a SCROLL desc is not the "
@@ -148,23 +164,25 @@ def build_source_checks(
         context: dg.AssetCheckExecutionContext, paths: GuiAssetsPaths, alerts: AlertsResource
     ) -> dg.AssetCheckResult:
         key = context.partition_key
-        verdict = invariants.scroll_histogram(shards_of(paths, key), spec.scrolls)
+        verdict = invariants.scroll_histogram(_shards(paths, spec, key), spec.scrolls)
         hist = verdict.figures["histogram"]
-        png = charts.scroll_histogram_png(hist, f"{spec.directory(key)}: SCROLL steps")
         chart = OutLayout(paths.out_dir()).work(spec.directory(key)) / "checks" / "scroll_histogram.png"
-        atomic_write_bytes(chart, png)
-        picture = f"![scroll histogram](data:image/png;base64,{base64.b64encode(png).decode()})"
+        png = charts.write_scroll_chart(hist, f"{spec.directory(key)}: SCROLL steps", chart)
         extra = {
-            "histogram_table": dg.MetadataValue.md(invariants.histogram_table(hist)),
-            "histogram_chart": dg.MetadataValue.md(picture),
+            "histogram_table": dg.MetadataValue.md(charts.histogram_table(hist)),
+            "histogram_chart": inline_image(png, "image/png", "scroll histogram"),
             "histogram_png": dg.MetadataValue.path(str(chart)),
         }
-        return _report(context, alerts, paths, shards_key, "scroll_histogram", verdict, extra)
+        return _report(context, alerts, paths, "scroll_histogram", verdict, extra)
 
+    return scroll_histogram
+
+
+def _split_disjointness(spec: SourceSpec) -> dg.AssetChecksDefinition:
     @dg.asset_check(
-        asset=splits_key,
+        asset=dg.AssetKey(f"{spec.name}_splits"),
         name="split_disjointness",
-        partitions_def=partitions,
+        partitions_def=source_partitions(spec),
         description="ERROR when an episode (by content hash) or a group id (AgentNet: task_id) is on both "
         "sides of a split, inside this partition or against any other built partition of the source.",
     )
@@ -180,12 +198,16 @@ def build_source_checks(
             if k != key and out.splits(spec.directory(k)).is_file()
         ]
         verdict = invariants.split_disjointness(this, others, spec.split_rule.val_fraction)
-        return _report(context, alerts, paths, splits_key, "split_disjointness", verdict)
+        return _report(context, alerts, paths, "split_disjointness", verdict)
 
+    return split_disjointness
+
+
+def _shard_integrity(spec: SourceSpec) -> dg.AssetChecksDefinition:
     @dg.asset_check(
-        asset=info_key,
+        asset=dg.AssetKey(f"{spec.name}_dataset_info"),
         name="shard_integrity",
-        partitions_def=partitions,
+        partitions_def=source_partitions(spec),
         description="ERROR when a shard cannot be opened, numbering has a gap, a shard passes the size "
         "cap by more than its last episode, or dataset_info.json's counts, sizes or hashes differ from "
         "the files.",
@@ -194,14 +216,25 @@ def build_source_checks(
         context: dg.AssetCheckExecutionContext, paths: GuiAssetsPaths, alerts: AlertsResource
     ) -> dg.AssetCheckResult:
         directory = spec.directory(context.partition_key)
-        verdict = invariants.shard_integrity(OutLayout(paths.out_dir()).directory(directory), directory)
-        return _report(context, alerts, paths, info_key, "shard_integrity", verdict)
+        verdict = integrity.shard_integrity(OutLayout(paths.out_dir()).directory(directory), directory)
+        return _report(context, alerts, paths, "shard_integrity", verdict)
 
-    return [
-        alignment_leakage,
-        causal_cursor,
-        action_mask,
-        scroll_histogram,
-        split_disjointness,
-        shard_integrity,
-    ]
+    return shard_integrity
+
+
+CHECK_BUILDERS = (
+    _alignment_leakage,
+    _causal_cursor,
+    _action_mask,
+    _scroll_histogram,
+    _split_disjointness,
+    _shard_integrity,
+)
+
+
+def build_source_checks(spec: SourceSpec) -> list[dg.AssetChecksDefinition]:
+    """The six checks on a source's chain, each per partition."""
+    with warnings.catch_warnings():
+        # Partitioned asset checks are a preview API in 1.13; it warns once per check at every load.
+        warnings.simplefilter("ignore", dg.PreviewWarning)
+        return [build(spec) for build in CHECK_BUILDERS]

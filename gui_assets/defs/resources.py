@@ -16,7 +16,7 @@ from gui_assets.alerts import Alert, Delivery, deliver
 from gui_assets.config import DEFAULT_SHARD_CAP_BYTES, BuildConfig, default_frame_codec
 from gui_assets.demo import ensure_demo_mirror
 from gui_assets.layout import WORK_DIR
-from gui_assets.pipeline import RawSettings
+from gui_assets.stages.raw import RawSettings
 from gui_assets.writers.hub import HfHubTarget, LocalHubTarget, Target
 
 DEMO_MIRROR_DIR = "demo_mirror"
@@ -96,6 +96,8 @@ class BuildSettings(dg.ConfigurableResource):
     isal_level: int = 2
     gzip_level: int = 4
     pango_hover: bool = False
+    # Everything the shard writer holds decoded at once; a page needing more is left out by name.
+    decode_budget_mb: int = 512
     preview_count: int = 665
     preview_seed: int = 0
     # Threads that decode and deflate frames in a shard-writing step (not an output knob);
@@ -109,6 +111,7 @@ class BuildSettings(dg.ConfigurableResource):
             isal_level=self.isal_level,
             gzip_level=self.gzip_level,
             pango_hover=self.pango_hover,
+            decode_budget_mb=self.decode_budget_mb,
         )
 
     def threads(self) -> int | None:

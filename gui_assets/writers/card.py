@@ -1,20 +1,21 @@
 """The dataset card `<out>/README.md`, generated from every dataset_info.json (never hand-edited).
 
-YAML header (licence, tags, the `preview` config with split `sample`), the splits table
-(episodes / steps / shards / size read from each directory's dataset_info.json, holdout shards
-in their own table), the layout, POMDP and leakage warnings, loading, and the upstream sources
-with their licences.
+The prose is the template `gui_assets/templates/dataset_card.md`; this module fills it from the
+built directories alone: the splits table (episodes / steps / shards / size, holdout shards in
+their own table), each directory's platform, each source's notes and its upstream repo and
+licence, all read from `build.source` in the directories' dataset_info.json.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from string import Template
 from typing import Any
 
 from gui_assets.atomic import atomic_write_text
-from gui_assets.layout import DatasetInfo
-from gui_assets.sources import SOURCES_BY_NAME
-from gui_assets.writers.preview import PREVIEW_DIR, built_directories
+from gui_assets.layout import PREVIEW_DIR, DatasetInfo, built_directories
+
+TEMPLATE = Path(__file__).resolve().parent.parent / "templates" / "dataset_card.md"
 
 
 def human_size(n: float) -> str:
@@ -28,11 +29,10 @@ def human_size(n: float) -> str:
 def _row(info: DatasetInfo, val: bool) -> dict[str, Any]:
     shards = info.val_shards if val else info.shards
     rule = info.build.get("holdout_rule", {})
-    spec = SOURCES_BY_NAME.get(info.source)
     return {
         "directory": f"{info.directory}/",
         "source": info.source,
-        "platform": spec.platform if spec else "",
+        "platform": info.source_record.get("platform", ""),
         "episodes": sum(s.demos for s in shards) if shards else (rule.get("val_episodes", 0) if val else 0),
         "steps": sum(s.steps for s in shards),
         "shards": len(shards),
@@ -52,6 +52,14 @@ def _table(rows: list[dict[str, Any]], columns: list[str]) -> str:
     return head + body
 
 
+def _by_source(infos: list[DatasetInfo]) -> dict[str, dict[str, Any]]:
+    """One record per source (the first directory's), in name order."""
+    records: dict[str, dict[str, Any]] = {}
+    for info in infos:
+        records.setdefault(info.source, info.source_record)
+    return dict(sorted(records.items()))
+
+
 def card_text(infos: list[DatasetInfo], repo_id: str) -> str:
     main = [_row(i, val=False) for i in infos]
     val = [_row(i, val=True) for i in infos if i.val_shards]
@@ -59,118 +67,34 @@ def card_text(infos: list[DatasetInfo], repo_id: str) -> str:
         for r in rows:
             r["size"] = r["bytes"]
     totals = {k: sum(r[k] for r in main + val) for k in ("episodes", "steps", "shards", "bytes")}
-    sources = sorted({i.source for i in infos})
-    header = "\n".join(
-        [
-            "---",
-            "license: other",
-            "pretty_name: GUI agent demonstrations in LIBERO layout",
-            "tags:",
-            "- computer-use",
-            "- gui-agent",
-            "- libero",
-            "- hdf5",
-            "- vla",
-            "configs:",
-            "- config_name: preview",
-            "  data_files:",
-            "  - split: sample",
-            f"    path: {PREVIEW_DIR}/*.parquet",
-            "---",
-        ]
-    )
-    warn_webarena = (
-        "\n> **WebArena:** `webarena_human/` demonstrates the WebArena evaluation tasks. Training on a "
-        "task_id and then scoring that same task_id is training on the test set. Each episode "
-        "carries `task_id` and `intent_template_id`, and `webarena_human/dataset_info.json` lists "
-        "them under `heldout_ids` so an evaluation can hold them out, or their whole templates.\n"
-        if "webarena" in sources
+    sources = _by_source(infos)
+    holdout = (
+        "Holdout shards (`<directory>_val_NNNN.hdf5`), excluded from the table above:\n\n"
+        + _table(val, ["directory", "episodes", "steps", "shards", "size"])
+        if val
         else ""
     )
+    notes = "".join(f"\n> **{name}:** {r['notes']}\n" for name, r in sources.items() if r.get("notes"))
     upstream = "".join(
-        f"| {s} | `{SOURCES_BY_NAME[s].repo_id}` | {SOURCES_BY_NAME[s].license} |\n"
-        for s in sources
-        if s in SOURCES_BY_NAME
+        f"| {name} | `{r.get('repo_id', '')}` | {r.get('license', '')} |\n" for name, r in sources.items()
     )
     example = next(
         (f"{r['directory']}{i.shards[0].file}" for r, i in zip(main, infos, strict=True) if i.shards), ""
     )
-    return f"""{header}
-
-# GUI agent demonstrations in LIBERO layout
-
-Human (and agent) GUI demonstrations from {len(sources)} sources, unified into one intermediate
-representation and written as LIBERO-layout HDF5, so LIBERO / robomimic dataloaders read them
-unchanged. {totals["episodes"]:,} episodes, {totals["steps"]:,} steps, {totals["shards"]} shards,
-{human_size(totals["bytes"])}. Generated by gui_assets; every number below is read from the
-directories' `dataset_info.json`.
-
-The training data is raw HDF5, not Parquet: read it with h5py (see Loading). The `preview`
-config in the viewer is a sampled handful of steps (JPEG frames 640 px wide, the eye-in-hand
-crop, the action), for browsing only. Do not train on it.
-
-## Splits
-
-{_table(main, ["directory", "source", "platform", "episodes", "steps", "shards", "size"])}
-{
-        "Holdout shards (`<directory>_val_NNNN.hdf5`), excluded from the table above:"
-        + chr(10) * 2
-        + _table(val, ["directory", "episodes", "steps", "shards", "size"])
-        if val
-        else ""
-    }
-Benchmark splits are used as they ship; AgentNet, which ships none, has a deterministic 2% hash
-holdout by task_id (the rule and its counts are `build.holdout_rule` in its dataset_info.json).
-{warn_webarena}
-## Layout
-
-Files are `<directory>/<directory>_NNNN.hdf5`, each a complete HDF5 file capped at the build's
-shard size, a shard boundary being a demo boundary (`demo_i` restarts at 0 in each shard).
-`/data/demo_i` holds `actions` (T, 7; LIBERO-width compat only), `action_type` (T,) int64,
-`action_params` (T, 4) float32 normalized to [0, 1], `action_mask` (T, 4), `action_text`,
-`action_desc`, `dones`, `rewards`, `states`, `eye_rect`, `native_hw` and
-`obs/agentview_rgb` (T, H, W, 3) uint8 plus `obs/eye_in_hand_rgb` (T, 128, 128, 3). The integer
-to name mapping of `action_type` is `/data.attrs["gui_action_types"]`.
-
-## The POMDP convention: read this first
-
-`obs/agentview_rgb[t]` is o_t, the screen before a_t ran. Pair a_t with the frame showing its
-effect and a policy learns to predict the action it just watched happen.
-
-The eye-in-hand crop follows the causal cursor (where the previous action left the pointer;
-step 0 at the screen centre), never the action's own target: centring it on the target would
-paint the answer into the observation. A healthy `target_inside_eye_in_hand_rate` sits around
-0.1 to 0.2; each directory's dataset_info.json reports it, and the build's asset checks fail
-at 0.9.
-
-Mask the coordinate loss with `action_mask`: a slot the demonstration did not constrain holds
-0 and is never a target.
-
-## Loading
-
-```python
-import h5py
-with h5py.File("{example}", "r") as f:
-    demo = f["data"]["demo_0"]
-    print(demo.attrs["language_instruction"])
-    obs = demo["obs"]["agentview_rgb"][:]   # (T, H, W, 3) uint8, pre-action
-    atype, prm, mask = demo["action_type"][:], demo["action_params"][:], demo["action_mask"][:]
-```
-
-```python
-from datasets import load_dataset
-preview = load_dataset("{repo_id}", "preview", split="sample")
-```
-
-## Upstream sources and licences
-
-This repository redistributes derived renderings of the sources below; each keeps its own
-terms (hence `license: other`). Check the upstream before any use, and cite the upstream
-datasets.
-
-| source | upstream | licence |
-|---|---|---|
-{upstream}"""
+    return Template(TEMPLATE.read_text(encoding="utf-8")).substitute(
+        preview_dir=PREVIEW_DIR,
+        source_count=len(sources),
+        episodes=f"{totals['episodes']:,}",
+        steps=f"{totals['steps']:,}",
+        shards=totals["shards"],
+        size=human_size(totals["bytes"]),
+        splits_table=_table(main, ["directory", "source", "platform", "episodes", "steps", "shards", "size"]),
+        holdout_section=holdout,
+        source_notes=notes,
+        example=example,
+        repo_id=repo_id,
+        upstream_rows=upstream,
+    )
 
 
 def write_card(out: Path, repo_id: str) -> dict[str, Any]:

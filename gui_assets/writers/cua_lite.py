@@ -32,18 +32,13 @@ from gui_assets.atomic import atomic_path, atomic_write_bytes
 from gui_assets.episode_store import ImageStore, iter_episodes
 from gui_assets.images import decode_rgb
 from gui_assets.ir import ActionType, GuiEpisode, GuiStep, view_direction
-from gui_assets.layout import OutLayout
+from gui_assets.layout import OutLayout, built_directories
 from gui_assets.splits import VAL
-from gui_assets.writers.preview import built_directories
 
 EXPORT_DIR = "cua_lite"
 NAME = "cua-lite/GuiAgent"
 SCHEMA = pa.schema([("images", pa.list_(pa.string())), ("messages", pa.string()), ("metadata", pa.string())])
 _SCROLL_UNIT = 0.05
-
-
-def platform_of(source: str, directory: str) -> str:
-    return "desktop" if source == "agentnet" or "desktop" in directory else "browser"
 
 
 def _k(v: float) -> int:
@@ -118,7 +113,7 @@ class _Frames:
         ext = o.image_ext
         whole = o.left == 0 and o.top == 0 and (o.width, o.height) == Image.open(io.BytesIO(data)).size
         if not whole:
-            window = decode_rgb(data)[o.top : o.top + o.height, o.left : o.left + o.width]
+            window = decode_rgb(data, o.top + o.height)[o.top : o.top + o.height, o.left : o.left + o.width]
             buf = io.BytesIO()
             Image.fromarray(window).save(buf, format="PNG")
             data, ext = buf.getvalue(), "png"
@@ -200,7 +195,7 @@ def write_export(out: Path) -> dict[str, Any]:
                     strict=True,
                 )
             )
-        platform = platform_of(info.source, info.directory)
+        platform = info.source_record.get("platform") or "browser"
         for ep in iter_episodes(layout.episodes(info.directory)):
             split = "validation" if parts.get(ep.episode_id) == VAL else "train"
             split_rows[split].append(episode_row(ep, frames, platform, info.directory))

@@ -25,9 +25,8 @@ from PIL import Image
 
 from gui_assets.atomic import atomic_path
 from gui_assets.ir import ACTION_TYPE_NAMES
-from gui_assets.layout import DatasetInfo
+from gui_assets.layout import PREVIEW_DIR, built_directories
 
-PREVIEW_DIR = "preview"
 PREVIEW_FILE = "sample-00000-of-00001.parquet"
 DEFAULT_COUNT = 665
 DEFAULT_SEED = 0
@@ -59,17 +58,6 @@ FEATURES = {
     else {"dtype": _VALUE[f.type], "_type": "Value"}
     for f in SCHEMA
 }
-
-
-def built_directories(out: Path) -> list[DatasetInfo]:
-    """Every directory with a dataset_info.json, in name order (others are not built yet)."""
-    infos = []
-    for p in sorted(out.glob("*/dataset_info.json")):
-        try:
-            infos.append(DatasetInfo.read(p))
-        except (OSError, ValueError, KeyError, TypeError):
-            continue
-    return infos
 
 
 def _jpeg(arr: Any, width: int | None = None) -> bytes:

@@ -13,18 +13,17 @@ from typing import Any
 import h5py
 import pytest
 
-from gui_assets import invariants
+from gui_assets import invariants, shard_reader
 from gui_assets.adapters import agentnet
-from gui_assets.config import BuildConfig
 from gui_assets.demo.agentnet_mirror import val_task_id
 from gui_assets.episode_store import ImageStore
 from gui_assets.ir import NO_MASK, POINT_MASK, SPAN_MASK, ActionType, GuiEpisode
 from gui_assets.layout import OutLayout
-from gui_assets.mirror import RawInputError, from_mirror
+from gui_assets.mirror import RawInputError
 from gui_assets.pipeline import RawSettings, build_directory, read_split_rows
 from gui_assets.sources import AGENTNET
 from gui_assets.stats import BuildStats
-from gui_assets_tests.conftest import page_bytes
+from gui_assets_tests.conftest import page_bytes, run_adapter
 
 REPO = agentnet.REPO_ID
 SAMPLES = Path(__file__).resolve().parents[3] / "shared" / "samples" / "agentnet"
@@ -82,13 +81,7 @@ def write_agentnet(
 
 
 def run(root: Path, partition: str, tmp: Path) -> tuple[list[GuiEpisode], BuildStats]:
-    raw = from_mirror(root, REPO, agentnet.file_patterns(partition))
-    raw.partition = partition
-    stats = BuildStats()
-    eps = list(agentnet.episodes(raw, ImageStore(tmp / "images"), stats, BuildConfig()))
-    for ep in eps:
-        stats.count_episode(ep)
-    return eps, stats
+    return run_adapter(AGENTNET, root, partition, tmp)
 
 
 CODES = [
@@ -217,10 +210,8 @@ def test_a_missing_archive_fails_the_partition_by_name(tmp_path):
     repo.mkdir(parents=True)
     (repo / "agentnet_ubuntu_5k.jsonl").write_text(json.dumps(row("t", ["computer.wait()"])) + "\n")
     (repo / "ubuntu_images").mkdir()
-    raw = from_mirror(tmp_path, REPO, agentnet.file_patterns("ubuntu"))
-    raw.partition = "ubuntu"
     with pytest.raises(RawInputError, match=r"ubuntu_images/.*no images\.zip and no extracted images"):
-        list(agentnet.episodes(raw, ImageStore(tmp_path / "i"), BuildStats(), BuildConfig()))
+        run(tmp_path, "ubuntu", tmp_path / "work")
 
 
 def test_the_real_opencua_example_trajectory(tmp_path):
@@ -261,7 +252,7 @@ def test_demo_partitions_build_main_and_val_shards_with_the_holdout_recorded(dem
         verdict = invariants.split_disjointness(invariants.SplitTable(key, rows), [], (0.015, 0.025))
         assert verdict.passed, verdict.summary
         for check in (invariants.action_mask, invariants.causal_cursor):
-            assert check(invariants.shard_files(d, f"agentnet_{key}")).passed
+            assert check(shard_reader.shard_files(d, f"agentnet_{key}")).passed
     repeats = [r for r in read_split_rows(OutLayout(tmp_path), "agentnet_win_mac") if "#" in r["episode_id"]]
     assert repeats and all(r["part"] == "main" for r in repeats)
     with h5py.File(tmp_path / "agentnet_win_mac" / "agentnet_win_mac_0000.hdf5") as f:

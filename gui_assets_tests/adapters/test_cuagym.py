@@ -7,27 +7,19 @@ import json
 import h5py
 import pytest
 
-from gui_assets import invariants
+from gui_assets import invariants, shard_reader
 from gui_assets.adapters import cuagym
-from gui_assets.config import BuildConfig
 from gui_assets.demo import cuagym_mirror
-from gui_assets.episode_store import ImageStore
+from gui_assets.drops import Drop
 from gui_assets.ir import NO_MASK, POINT_MASK, SPAN_MASK, ActionType
 from gui_assets.layout import OutLayout
-from gui_assets.mirror import from_mirror
 from gui_assets.pipeline import RawSettings, build_directory, read_split_rows
 from gui_assets.sources import CUAGYM
-from gui_assets.stats import BuildStats
+from gui_assets_tests.conftest import run_adapter
 
 
 def run(mirror, tmp, partition="desktop_use"):
-    raw = from_mirror(mirror, cuagym.REPO_ID, cuagym.file_patterns(partition))
-    raw.partition = partition
-    stats = BuildStats()
-    eps = list(cuagym.episodes(raw, ImageStore(tmp / "images"), stats, BuildConfig()))
-    for ep in eps:
-        stats.count_episode(ep)
-    return eps, stats
+    return run_adapter(CUAGYM, mirror, partition, tmp)
 
 
 def test_every_action_name_maps_and_batched_actions_are_stale(demo_mirror, tmp_path):
@@ -86,14 +78,14 @@ def test_drops_by_reason(demo_mirror, tmp_path):
     ("action", "outcome"),
     [
         ({"action": "click", "coordinate": [1001, 5]}, "coordinate_out_of_range"),
-        ({"action": "click", "coordinate": [5]}, "malformed_record"),
-        ({"action": "scroll", "direction": "sideways", "amount": 3}, "malformed_record"),
+        ({"action": "click", "coordinate": [5]}, "malformed_step"),
+        ({"action": "scroll", "direction": "sideways", "amount": 3}, "malformed_step"),
         ({"action": "teleport"}, "unknown_action_verb"),
         ({"action": "key_up", "keys": ["a"]}, "no_action_equivalent"),
     ],
 )
 def test_bad_actions_are_dropped_by_reason(action, outcome):
-    with pytest.raises(cuagym._Bad) as e:
+    with pytest.raises(Drop) as e:
         cuagym._step(action, None, (0.5, 0.5), None, "", "", False)  # type: ignore[arg-type]
     assert e.value.reason == outcome
 
@@ -103,7 +95,7 @@ def test_grounded_steps_and_the_shipped_split(demo_mirror, tmp_path):
     assert [s.file for s in info.val_shards] == ["cuagym_desktop_use_val_0000.hdf5"]
     rows = read_split_rows(OutLayout(tmp_path), "cuagym_desktop_use")
     assert invariants.split_disjointness(invariants.SplitTable("desktop_use", rows), []).passed
-    shards = invariants.shard_files(tmp_path / "cuagym_desktop_use", "cuagym_desktop_use")
+    shards = shard_reader.shard_files(tmp_path / "cuagym_desktop_use", "cuagym_desktop_use")
     for check in (invariants.action_mask, invariants.causal_cursor):
         assert check(shards).passed
     with h5py.File(shards[0]) as f:

@@ -12,20 +12,16 @@ from gui_assets.adapters.mind2web import Target, expand_action, locate_target, p
 from gui_assets.config import BuildConfig
 from gui_assets.episode_store import ImageStore
 from gui_assets.ir import NO_MASK, POINT_MASK, SPAN_MASK, ActionType, GuiEpisode, view_direction
-from gui_assets.mirror import RawInputError, from_mirror
+from gui_assets.mirror import RawInputError
+from gui_assets.sources import MIND2WEB
 from gui_assets.stats import BuildStats
-from gui_assets_tests.conftest import REPO, candidate, m2w_row, page_bytes
+from gui_assets_tests.conftest import REPO, candidate, m2w_row, page_bytes, run_adapter
 
 CFG = BuildConfig()
 
 
 def run(mirror: Path, tmp_path: Path, split: str = "train") -> tuple[list[GuiEpisode], BuildStats]:
-    raw = from_mirror(mirror, REPO, mind2web.file_patterns(split))
-    stats = BuildStats()
-    eps = list(mind2web.episodes(raw, ImageStore(tmp_path / "images"), stats, CFG))
-    for ep in eps:
-        stats.count_episode(ep)
-    return eps, stats
+    return run_adapter(MIND2WEB, mirror, split, tmp_path)
 
 
 # --- grouping and ordering ---------------------------------------------------------------
@@ -274,10 +270,9 @@ def test_bad_rows_are_dropped_by_named_reason_and_good_rows_kept(write_m2w, tmp_
         "missing_screenshot": 2,
         "undecodable_image": 1,
         "unsupported_image_format": 1,
-        "malformed_json": 1,
+        "malformed_step": 3,  # the cut operation JSON, the non-integer index, the missing id
         "unknown_action_verb": 1,
         "duplicate_step": 1,
-        "malformed_record": 2,
         "empty_episode": 1,
     }
     assert stats.episodes_in == 2

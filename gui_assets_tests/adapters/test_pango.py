@@ -10,22 +10,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from gui_assets.adapters import pango
-from gui_assets.config import BuildConfig
-from gui_assets.episode_store import ImageStore
 from gui_assets.ir import NO_MASK, POINT_MASK, SPAN_MASK, ActionType
-from gui_assets.mirror import from_mirror
-from gui_assets.stats import BuildStats
-from gui_assets_tests.conftest import page_bytes
+from gui_assets.sources import PANGO
+from gui_assets_tests.conftest import page_bytes, run_adapter
 
 
 def run(mirror: Path, tmp: Path, **cfg):
-    raw = from_mirror(mirror, pango.REPO_ID, pango.file_patterns("sample"))
-    raw.partition = "sample"
-    stats = BuildStats()
-    eps = list(pango.episodes(raw, ImageStore(tmp / "images"), stats, BuildConfig(**cfg)))
-    for ep in eps:
-        stats.count_episode(ep)
-    return eps, stats
+    return run_adapter(PANGO, mirror, "sample", tmp, **cfg)
 
 
 def mirror_of(tmp: Path, events: list[dict], **row) -> Path:
@@ -151,4 +142,4 @@ def test_references_cannot_leave_the_repo(tmp_path):
         }
     ]
     eps, stats = run(mirror_of(tmp_path, events), tmp_path)
-    assert eps == [] and stats.drops == {"unsafe_reference": 1, "empty_episode": 1}
+    assert eps == [] and stats.drops == {"unsafe_screenshot_reference": 1, "empty_episode": 1}

@@ -17,28 +17,19 @@ import pytest
 from gui_assets.adapters import webarena
 from gui_assets.adapters.playwright_trace import open_trace, read_trace
 from gui_assets.archives import ZipImages
-from gui_assets.config import BuildConfig
 from gui_assets.demo import trace_recorder
-from gui_assets.episode_store import ImageStore
 from gui_assets.ir import POINT_MASK, ActionType
-from gui_assets.mirror import RawInputError, from_mirror
+from gui_assets.mirror import RawInputError
 from gui_assets.pipeline import RawSettings, build_directory
 from gui_assets.sources import WEBARENA
-from gui_assets.stats import BuildStats
-from gui_assets_tests.conftest import page_bytes
+from gui_assets_tests.conftest import page_bytes, run_adapter
 
 DEMO = Path(webarena.__file__).resolve().parents[1] / "demo" / "data" / "webarena"
 needs_chromium = pytest.mark.skipif(not Path(trace_recorder.CHROMIUM).exists(), reason="Debian's chromium")
 
 
 def run(mirror: Path, tmp: Path):
-    raw = from_mirror(mirror, webarena.REPO_ID, webarena.file_patterns("human"))
-    raw.partition = "human"
-    stats = BuildStats()
-    eps = list(webarena.episodes(raw, ImageStore(tmp / "images"), stats, BuildConfig()))
-    for ep in eps:
-        stats.count_episode(ep)
-    return eps, stats
+    return run_adapter(WEBARENA, mirror, "human", tmp)
 
 
 def mirror_with(tmp: Path, traces: dict[str, bytes], tasks: list[int]) -> Path:
@@ -268,9 +259,8 @@ def test_a_missing_config_fails_the_partition_by_name(tmp_path):
     repo = tmp_path / "m" / webarena.REPO_ID / "human_trajectories"
     repo.mkdir(parents=True)
     shutil.copy(DEMO / "274.zip", repo / "274.zip")
-    raw = from_mirror(tmp_path / "m", webarena.REPO_ID, webarena.file_patterns("human"))
     with pytest.raises(RawInputError, match=r"config_files/test\.raw\.json: missing"):
-        list(webarena.episodes(raw, ImageStore(tmp_path / "i"), BuildStats(), BuildConfig()))
+        run(tmp_path / "m", tmp_path)
 
 
 # --- traces recorded here, now ----------------------------------------------------------

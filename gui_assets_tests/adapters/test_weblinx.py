@@ -12,16 +12,13 @@ import numpy as np
 import pytest
 
 from gui_assets.adapters import weblinx
-from gui_assets.config import BuildConfig
 from gui_assets.demo.weblinx_mirror import _browser, _chat
-from gui_assets.episode_store import ImageStore
 from gui_assets.ir import NO_MASK, POINT_MASK, SPAN_MASK, ActionType, GuiEpisode
-from gui_assets.layout import OutLayout
 from gui_assets.mirror import RawInputError
-from gui_assets.pipeline import RawSettings, build_directory, fetch_raw
+from gui_assets.pipeline import RawSettings, build_directory
 from gui_assets.sources import WEBLINX
 from gui_assets.stats import BuildStats
-from gui_assets_tests.conftest import page_bytes
+from gui_assets_tests.conftest import page_bytes, run_adapter
 
 REPO = weblinx.REPO_ID
 SAMPLE_SPLITS = Path(__file__).resolve().parents[3] / "shared" / "samples" / "weblinx" / "splits.json"
@@ -54,12 +51,7 @@ def write_demo(
 
 
 def run(root: Path, tmp: Path, split: str = "valid") -> tuple[list[GuiEpisode], BuildStats]:
-    raw = fetch_raw(WEBLINX, split, OutLayout(tmp / "out"), RawSettings(mode="mirror", mirror=root))
-    stats = BuildStats()
-    eps = list(weblinx.episodes(raw, ImageStore(tmp / "images"), stats, BuildConfig()))
-    for ep in eps:
-        stats.count_episode(ep)
-    return eps, stats
+    return run_adapter(WEBLINX, root, split, tmp)
 
 
 def test_the_real_splits_file_names_train_and_valid():
@@ -171,7 +163,7 @@ def test_mouse_only_points_text_under_value_and_element_outside_the_frame(tmp_pa
     assert (typed.text, typed.mask) == ("hi", NO_MASK)
     assert (outside.mask, outside.ungrounded_reason) == (NO_MASK, "outside_screenshot")
     assert (hover.mask, hover.ungrounded_reason) == (NO_MASK, "no_candidate")
-    assert stats.drops == {"empty_scroll": 1, "malformed_record": 1}
+    assert stats.drops == {"empty_scroll": 1, "malformed_step": 1}
 
 
 def test_a_bad_replay_or_archive_drops_the_demo_by_reason(tmp_path):

@@ -124,17 +124,3 @@ def test_every_source_spec_yields_exactly_its_chain_without_overlap():
         }
         assert not keys & seen
         seen |= keys
-
-
-def test_code_version_changes_with_the_module_source(tmp_path, monkeypatch):
-    import types
-
-    from gui_assets.defs import factory
-
-    a = tmp_path / "a.py"
-    a.write_text("x = 1\n")
-    mod = types.ModuleType("fake_stage")
-    mod.__file__ = str(a)
-    before = factory.code_version(mod)
-    a.write_text("x = 2\n")
-    assert factory.code_version(mod) != before

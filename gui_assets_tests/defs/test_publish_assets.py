@@ -5,7 +5,7 @@ from __future__ import annotations
 import dagster as dg
 import yaml
 
-from gui_assets.defs.repo_assets import REPO_ASSETS
+from gui_assets.defs.repo_assets import build_repo_assets
 from gui_assets.defs.resources import AlertsResource, BuildSettings, GuiAssetsPaths, HubResource
 from gui_assets.layout import DatasetInfo
 from gui_assets.sources import SOURCES
@@ -30,7 +30,9 @@ def test_the_demo_publishes_everything_to_the_local_hub_folder(tmp_path, demo_mi
                     raise_on_error=False,
                 )
                 assert r.success, (spec.name, key)
-        r = dg.materialize(REPO_ASSETS, resources=resources, instance=instance, raise_on_error=False)
+        r = dg.materialize(
+            build_repo_assets(SOURCES), resources=resources, instance=instance, raise_on_error=False
+        )
         assert r.success
     hub = tmp_path / "hub"
     card = (hub / "README.md").read_text()

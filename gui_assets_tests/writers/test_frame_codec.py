@@ -23,7 +23,8 @@ from gui_assets.config import BuildConfig
 from gui_assets.episode_store import ImageStore
 from gui_assets.images import decode_rgb
 from gui_assets.ir import POINT_MASK, ActionType, GuiEpisode
-from gui_assets.writers.libero_hdf5 import FrameEncoder, LiberoShardWriter, plan_episode
+from gui_assets.writers.frames import FrameEncoder, plan_episode
+from gui_assets.writers.libero_hdf5 import LiberoShardWriter
 from gui_assets_tests.conftest import page_bytes
 from gui_assets_tests.writers.test_libero_hdf5 import step
 
@@ -143,7 +144,7 @@ def test_encoder_keeps_order_across_episodes_and_drops_only_the_broken_one(tmp_p
     w = LiberoShardWriter(tmp_path / "d", "d", "test", BuildConfig())
     assert w.write_episodes(eps, store, threads=3) == [True, True, False, True, True]
     (entry,) = w.close()
-    assert w.stats.build_stats.drops == {"undecodable_image": 1}
+    assert w.stats.drops == {"undecodable_frame": 1}
     with h5py.File(tmp_path / "d" / entry.file, "r") as f:
         assert [f[f"data/demo_{i}"].attrs["episode_id"] for i in range(4)] == ["e0", "e1", "e3", "e4"]
         for i, ep in enumerate(e for e in eps if e.episode_id != "e2"):
@@ -153,7 +154,7 @@ def test_encoder_keeps_order_across_episodes_and_drops_only_the_broken_one(tmp_p
 
 
 def test_consecutive_views_of_one_page_decode_it_once(store, monkeypatch):
-    from gui_assets.writers import libero_hdf5
+    from gui_assets.writers import frames
 
     shot = page_bytes(300, 900, seed=3)
     windows = [(0, 0, 300, 300), (0, 300, 300, 300), (0, 600, 300, 300)]
@@ -161,8 +162,8 @@ def test_consecutive_views_of_one_page_decode_it_once(store, monkeypatch):
     plan = plan_episode(ep)
     assert len(plan.runs) == 1 and len(plan.runs[0].steps) == 3
     calls = []
-    real = libero_hdf5.decode_rgb
-    monkeypatch.setattr(libero_hdf5, "decode_rgb", lambda b: calls.append(1) or real(b))
+    real = frames.decode_rgb
+    monkeypatch.setattr(frames, "decode_rgb", lambda b, rows=None: calls.append(1) or real(b, rows))
     with FrameEncoder(store, BuildConfig(), threads=2) as enc:
         ((_, chunks),) = list((p, list(c)) for p, c in enc.episodes([plan]))
     assert len(chunks) == 3 and len(calls) == 1

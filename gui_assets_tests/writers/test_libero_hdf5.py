@@ -1,4 +1,5 @@
-"""The LIBERO HDF5 writer: contract, round trip, cap rollover, atomicity, causal eye-in-hand."""
+"""The LIBERO HDF5 writer: contract, round trip, cap rollover, causal eye-in-hand. (Final names,
+atomic publishing and pruning belong to the sharding module: test_sharding.py.)"""
 
 from __future__ import annotations
 
@@ -25,7 +26,8 @@ from gui_assets.ir import (
     SourceRef,
     describe,
 )
-from gui_assets.writers.libero_hdf5 import DEMO_DATASETS, LiberoShardWriter, sweep_directory
+from gui_assets.layout import shard_name
+from gui_assets.writers.libero_hdf5 import DEMO_DATASETS, LiberoShardWriter
 from gui_assets_tests.conftest import page_bytes
 
 REF = SourceRef("org/repo", "abc", "data/x.parquet", row=0)
@@ -69,9 +71,14 @@ def store(tmp_path: Path) -> ImageStore:
     return ImageStore(tmp_path / "images")
 
 
+def writer(out: Path, **cfg) -> LiberoShardWriter:
+    """A writer of directory `d` naming its shards as published ones (d_NNNN.hdf5)."""
+    return LiberoShardWriter(out, "d", "test", BuildConfig(**cfg), name_of=lambda i: shard_name("d", i))
+
+
 def write(tmp_path: Path, store: ImageStore, episodes: list[GuiEpisode], **cfg) -> tuple[Path, list]:
     out = tmp_path / "d"
-    w = LiberoShardWriter(out, "d", "test", BuildConfig(**cfg))
+    w = writer(out, **cfg)
     for ep in episodes:
         w.write_episodes([ep], store)
     return out, w.close()
@@ -199,7 +206,7 @@ def test_shards_roll_at_the_cap_on_demo_boundaries(tmp_path, store):
 
 
 def test_close_is_idempotent_and_a_closed_writer_refuses_episodes(tmp_path, store):
-    w = LiberoShardWriter(tmp_path / "d", "d", "test", BuildConfig())
+    w = writer(tmp_path / "d")
     w.write_episodes([episode(store)], store)
     first = w.close()
     assert w.close() == first
@@ -213,35 +220,12 @@ def test_shard_bytes_are_deterministic(tmp_path, store):
     assert a[0].sha256 == b[0].sha256
 
 
-def test_nothing_appears_under_a_final_name_until_close(tmp_path, store):
+def test_abort_removes_everything_the_writer_wrote(tmp_path, store):
     out = tmp_path / "d"
-    w = LiberoShardWriter(out, "d", "test", BuildConfig())
+    w = writer(out)
     w.write_episodes([episode(store)], store)
-    assert list(out.glob("*.hdf5")) == []  # only the hidden staging folder so far
-    w.abort()
-    assert list(out.iterdir()) == []
-
-
-def test_an_aborted_rebuild_leaves_the_previous_shards_and_a_shorter_one_removes_extras(tmp_path, store):
-    eps = [episode(store, 3, eid=f"e{i}", seed=i) for i in range(4)]
-    out, first = write(tmp_path, store, eps, shard_cap_bytes=200_000)
-    assert len(first) >= 3
-    before = {p.name: p.read_bytes() for p in out.glob("*.hdf5")}
-    w = LiberoShardWriter(out, "d", "test", BuildConfig())
-    w.write_episodes([eps[0]], store)
-    w.abort()  # a failed run
-    assert {p.name: p.read_bytes() for p in out.glob("*.hdf5")} == before
-    _, second = write(tmp_path, store, eps[:1])  # a rebuild with less data: one shard
-    assert sorted(p.name for p in out.glob("*.hdf5")) == ["d_0000.hdf5"] and len(second) == 1
-
-
-def test_leftovers_of_a_killed_build_are_swept(tmp_path):
-    out = tmp_path / "d"
-    (out / ".staging-999").mkdir(parents=True)
-    (out / ".staging-999" / "d_0000.hdf5").write_bytes(b"half")
-    (out / ".d_0000.hdf5.tmp-999").write_bytes(b"half")
-    sweep_directory(out)
-    assert list(out.iterdir()) == []
+    w.abort()  # a failed unit
+    assert not out.exists()
 
 
 def test_an_image_that_does_not_decode_drops_the_episode_and_is_counted(tmp_path, store):
@@ -251,11 +235,11 @@ def test_an_image_that_does_not_decode_drops_the_episode_and_is_counted(tmp_path
     path = store.path(sha, "png")
     data = path.read_bytes()
     path.write_bytes(data[: len(data) // 2])  # truncated after the adapter accepted it
-    w = LiberoShardWriter(tmp_path / "d", "d", "test", BuildConfig())
+    w = writer(tmp_path / "d")
     assert w.write_episodes([broken], store) == [False]
     assert w.write_episodes([good], store) == [True]
     entries = w.close()
-    assert w.stats.build_stats.drops == {"undecodable_image": 1}
+    assert w.stats.drops == {"undecodable_frame": 1}  # the whole episode is left out
     with h5py.File(tmp_path / "d" / entries[0].file) as f:
         assert list(f["data"]) == ["demo_0"] and f["data/demo_0"].attrs["episode_id"] == "good"
 
@@ -298,7 +282,7 @@ def test_memory_does_not_grow_with_the_shard(tmp_path):
 def test_the_stored_eye_rect_is_reproducible_from_the_stored_float32_params(tmp_path, store):
     """A cursor on a half pixel: float64 and float32 round the window edge apart; the shard must
     agree with what a reader derives from the float32 params it holds."""
-    from gui_assets import invariants
+    from gui_assets import invariants, shard_reader
 
     shot = page_bytes(1125, 700)
     x, y = 312.5 / 1125, 97.5 / 700  # window edges at 248.5 and 33.5 px before rounding
@@ -307,5 +291,5 @@ def test_the_stored_eye_rect_is_reproducible_from_the_stored_float32_params(tmp_
         step(store, shot, ActionType.PRESS_KEY),
     ]
     out, _ = write(tmp_path, store, [GuiEpisode("e", "test", "i", steps)])
-    verdict = invariants.causal_cursor(invariants.shard_files(out, "d"))
+    verdict = invariants.causal_cursor(shard_reader.shard_files(out, "d"))
     assert verdict.passed, verdict.examples

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -11,18 +12,15 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from gui_assets.adapters import cuagym
 from gui_assets.atomic import sha256_file
-from gui_assets.config import BuildConfig
 from gui_assets.episode_store import ImageStore, iter_episodes
 from gui_assets.images import decode_rgb
 from gui_assets.ir import ActionType, view_direction
 from gui_assets.layout import DatasetInfo, OutLayout
-from gui_assets.mirror import from_mirror
 from gui_assets.pipeline import RawSettings, build_directory
-from gui_assets.sources import AGENTNET, MIND2WEB, WEBLINX
-from gui_assets.stats import BuildStats
+from gui_assets.sources import AGENTNET, CUAGYM, MIND2WEB, WEBLINX
 from gui_assets.writers import card, cua_lite, hub, preview
+from gui_assets_tests.conftest import run_adapter
 
 
 @pytest.fixture(scope="module")
@@ -161,10 +159,9 @@ def test_the_cua_lite_export_round_trips_into_the_ir(built, tmp_path):
     for d in ("mind2web_train", "mind2web_test_task", "agentnet_ubuntu", "weblinx_valid"):
         originals.update({e.episode_id: e for e in iter_episodes(layout.episodes(d))})
     back = []
+    export = dataclasses.replace(CUAGYM, repo_id="cua-lite/GuiAgent")
     for partition in ("browser_use", "desktop_use"):
-        raw = from_mirror(root, "cua-lite/GuiAgent", cuagym.file_patterns(partition))
-        raw.partition = partition
-        back += list(cuagym.episodes(raw, ImageStore(tmp_path / "i"), BuildStats(), BuildConfig()))
+        back += run_adapter(export, root, partition, tmp_path / "readback")[0]
     assert {e.attrs["task_id"] for e in back} == set(originals)
     for ep in back:
         orig = originals[ep.attrs["task_id"]]
@@ -192,6 +189,7 @@ def test_the_cua_lite_export_round_trips_into_the_ir(built, tmp_path):
             o.top : o.top + o.height, o.left : o.left + o.width
         ]
         assert np.array_equal(
-            window, decode_rgb(ImageStore(tmp_path / "i").get(r0.image_sha256, r0.image_ext))
+            window,
+            decode_rgb(ImageStore(tmp_path / "readback" / "images").get(r0.image_sha256, r0.image_ext)),
         )
     shutil.rmtree(root)

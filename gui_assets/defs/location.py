@@ -1,0 +1,43 @@
+"""The code location for a list of sources: their chains and checks, the publishing assets, the
+sensors, the executor and the resources. `gui_assets.definitions` passes the registry; a test
+can pass any list."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+
+import dagster as dg
+
+from gui_assets.defs.executors import executor_from_env
+from gui_assets.defs.factory import build_source_defs
+from gui_assets.defs.repo_assets import build_repo_assets
+from gui_assets.defs.resources import AlertsResource, BuildSettings, GuiAssetsPaths, HubResource
+from gui_assets.defs.sensors import run_failure_alerts
+from gui_assets.source_spec import SourceSpec
+
+
+def build_definitions(sources: Sequence[SourceSpec]) -> dg.Definitions:
+    names = [s.name for s in sources]
+    if len(set(names)) != len(names):
+        raise ValueError(f"source names must be unique: {names}")
+    per_source = [build_source_defs(spec) for spec in sources]
+    assets = [a for d in per_source for a in (d.assets or [])] + build_repo_assets(sources)
+    checks = [c for d in per_source for c in (d.asset_checks or [])]
+    with warnings.catch_warnings():
+        # Code references are a beta API; it warns once per asset on every load.
+        warnings.simplefilter("ignore", dg.BetaWarning)
+        # Link every asset to the file and line that defines it (shown in the UI).
+        assets = dg.with_source_code_references(assets)
+    return dg.Definitions(
+        assets=assets,
+        asset_checks=checks,
+        sensors=[run_failure_alerts],
+        executor=executor_from_env(),
+        resources={
+            "paths": GuiAssetsPaths(),
+            "hub": HubResource(),
+            "build": BuildSettings(),
+            "alerts": AlertsResource(),
+        },
+    )

@@ -1,0 +1,40 @@
+"""Small helpers every asset body shares: failures, digests, markdown tables, image metadata."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+
+OWNERS = ["team:gui_assets"]
+
+
+def fail(e: Exception) -> dg.Failure:
+    """A whole input or partition that cannot be built: fail it with a message that names it."""
+    return dg.Failure(description=str(e), allow_retries=False)
+
+
+def digest(obj: Any) -> str:
+    """A short content hash of a JSON-able value: a data_version."""
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def file_digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+
+def md_table(rows: dict[str, Any], head: tuple[str, str] = ("reason", "count")) -> str:
+    if not rows:
+        return "_none_"
+    lines = [f"| {head[0]} | {head[1]} |", "|---|---|"] + [f"| {k} | {v} |" for k, v in sorted(rows.items())]
+    return "\n".join(lines)
+
+
+def inline_image(data: bytes, mime: str, alt: str, caption: str = "") -> dg.MetadataValue:
+    """An image the UI shows inside a metadata entry (markdown with a data URL)."""
+    text = f"{caption}\n\n" if caption else ""
+    return dg.MetadataValue.md(f"{text}![{alt}](data:{mime};base64,{base64.b64encode(data).decode()})")

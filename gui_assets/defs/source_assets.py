@@ -1,0 +1,205 @@
+"""One builder per asset of a source's chain (the shards graph asset is in shard_graph.py).
+
+Each asset body resolves its resources, calls one stage of gui_assets.stages and reports what
+it wrote as metadata and a data_version (a hash of what it wrote).
+"""
+
+from typing import Any
+
+import dagster as dg
+
+from gui_assets import episode_store, splits
+from gui_assets.defs.metadata import digest, fail, file_digest, md_table
+from gui_assets.defs.resources import BuildSettings, GuiAssetsPaths, HubResource
+from gui_assets.errors import DiskFullError, EmptyPartitionError
+from gui_assets.layout import OutLayout
+from gui_assets.lineage import stage_version
+from gui_assets.mirror import RawInputError
+from gui_assets.source_spec import SourceSpec
+from gui_assets.stages import episodes as episodes_stage
+from gui_assets.stages import info as info_stage
+from gui_assets.stages import raw as raw_stage
+from gui_assets.stages import split as split_stage
+from gui_assets.writers import hub as hub_writer
+
+
+def chain_key(spec: SourceSpec, stage: str = "") -> dg.AssetKey:
+    """`S` for the raw stage, `S_<stage>` for the others."""
+    return dg.AssetKey(f"{spec.name}_{stage}" if stage else spec.name)
+
+
+def raw_asset(spec: SourceSpec, common: dict[str, Any]) -> dg.AssetsDefinition:
+    @dg.asset(
+        key=chain_key(spec),
+        description=f"Raw upstream files of {spec.repo_id} for one partition: listed from "
+        "GUI_ASSETS_MIRROR (mode `mirror`) or downloaded with huggingface_hub into the local cache "
+        "(mode `hub`), with sizes, sha256 and the resolved revision.",
+        kinds={"huggingface", "python"},
+        code_version=stage_version("raw", spec),
+        **common,
+    )
+    def raw(
+        context: dg.AssetExecutionContext, paths: GuiAssetsPaths, hub: HubResource
+    ) -> dg.MaterializeResult:
+        key = context.partition_key
+        out = OutLayout(paths.out_dir())
+        try:
+            part = raw_stage.fetch_raw(spec, key, out, hub.raw_settings(paths))
+        except RawInputError as e:
+            raise fail(e) from None
+        files = {f.path: f.size for f in part.files}
+        return dg.MaterializeResult(
+            metadata={
+                "path": dg.MetadataValue.path(str(out.raw_manifest(spec.directory(key)))),
+                "mode": part.mode,
+                "demo_mirror": paths.uses_demo_mirror() and part.mode == "mirror",
+                "repo_id": part.repo_id,
+                "revision": part.revision,
+                "files": len(part.files),
+                "bytes": sum(files.values()),
+                "file_list": dg.MetadataValue.md(md_table(files, ("file", "bytes"))),
+            },
+            data_version=dg.DataVersion(digest([(f.path, f.sha256) for f in part.files] + [part.revision])),
+        )
+
+    return raw
+
+
+def episodes_asset(spec: SourceSpec, common: dict[str, Any]) -> dg.AssetsDefinition:
+    @dg.asset(
+        key=chain_key(spec, "episodes"),
+        deps=[chain_key(spec)],
+        description=f"GuiEpisode IR of one partition from the {spec.name} adapter: a Parquet step table "
+        "and episode table, plus the original screenshot bytes in a content-addressed store.",
+        kinds={"parquet", "python"},
+        code_version=stage_version("episodes", spec),
+        **common,
+    )
+    def episodes(
+        context: dg.AssetExecutionContext, paths: GuiAssetsPaths, build: BuildSettings
+    ) -> dg.MaterializeResult:
+        key = context.partition_key
+        out = OutLayout(paths.out_dir())
+        try:
+            st = episodes_stage.build_episodes(spec, key, out, build.config())
+        except (RawInputError, EmptyPartitionError, DiskFullError) as e:
+            raise fail(e) from None
+        d = st.to_dict()
+        ep_dir = out.episodes(spec.directory(key))
+        table = episode_store.read_episode_table(ep_dir)
+        return dg.MaterializeResult(
+            metadata={
+                "path": dg.MetadataValue.path(str(ep_dir)),
+                "episodes_in": st.episodes_in,
+                "episodes_out": st.episodes_out,
+                "steps": st.steps,
+                "ungrounded_steps": st.ungrounded_steps,
+                "drops": dg.MetadataValue.json(d["drops"]),
+                "drops_by_unit": dg.MetadataValue.json(d["drops_by_unit"]),
+                "action_type_counts": dg.MetadataValue.json(d["action_type_counts"]),
+                "summary": dg.MetadataValue.md(
+                    f"**{st.episodes_out}** of {st.episodes_in} episodes, **{st.steps}** steps, "
+                    f"{st.ungrounded_steps} ungrounded.\n\nDrops:\n\n{md_table(d['drops'])}"
+                ),
+            },
+            data_version=dg.DataVersion(digest([table["content_hash"].to_pylist(), d])),
+        )
+
+    return episodes
+
+
+def splits_asset(spec: SourceSpec, common: dict[str, Any]) -> dg.AssetsDefinition:
+    @dg.asset(
+        key=chain_key(spec, "splits"),
+        deps=[chain_key(spec, "episodes")],
+        description=f"Split assignment of one partition ({spec.split_rule.name}: "
+        f"{spec.split_rule.description}), with each episode's content hash.",
+        kinds={"parquet", "python"},
+        code_version=stage_version("splits", spec),
+        **common,
+    )
+    def split_table(context: dg.AssetExecutionContext, paths: GuiAssetsPaths) -> dg.MaterializeResult:
+        key = context.partition_key
+        out = OutLayout(paths.out_dir())
+        summary = split_stage.assign_splits(spec, key, out)
+        return dg.MaterializeResult(
+            metadata={
+                "path": dg.MetadataValue.path(str(out.splits(spec.directory(key)))),
+                "rule": summary["rule"]["name"],
+                "episodes": summary["episodes"],
+                "main": summary[splits.MAIN],
+                "val": summary[splits.VAL],
+            },
+            data_version=dg.DataVersion(
+                digest(sorted(split_stage.read_splits(out, spec.directory(key)).items()))
+            ),
+        )
+
+    return split_table
+
+
+def dataset_info_asset(spec: SourceSpec, common: dict[str, Any]) -> dg.AssetsDefinition:
+    @dg.asset(
+        key=chain_key(spec, "dataset_info"),
+        deps=[chain_key(spec, "shards")],
+        description=f"`<out>/{spec.name}_<partition>/dataset_info.json`: build config, upstream files "
+        "and revision, stats (drops, ungrounded steps, scroll histogram, eye-in-hand rate), shard list.",
+        kinds={"json", "python"},
+        code_version=stage_version("dataset_info", spec),
+        **common,
+    )
+    def dataset_info(
+        context: dg.AssetExecutionContext, paths: GuiAssetsPaths, build: BuildSettings
+    ) -> dg.MaterializeResult:
+        key = context.partition_key
+        out = OutLayout(paths.out_dir())
+        info = info_stage.write_info(spec, key, out, build.config())
+        path = out.dataset_info(spec.directory(key))
+        s = info.stats
+        return dg.MaterializeResult(
+            metadata={
+                "path": dg.MetadataValue.path(str(path)),
+                "episodes_out": s["episodes_out"],
+                "steps": s["steps"],
+                "ungrounded_steps": s["ungrounded_steps"],
+                "target_inside_eye_in_hand_rate": s["target_inside_eye_in_hand_rate"],
+                "revision": info.build["upstream"]["revision"],
+                "stats": dg.MetadataValue.json(s),
+            },
+            data_version=dg.DataVersion(file_digest(path)),
+        )
+
+    return dataset_info
+
+
+def upload_asset(spec: SourceSpec, common: dict[str, Any]) -> dg.AssetsDefinition:
+    @dg.asset(
+        key=chain_key(spec, "upload"),
+        deps=[chain_key(spec, "dataset_info")],
+        description=f"Uploads `<out>/{spec.name}_<partition>/` (shards and dataset_info.json) to the "
+        "dataset repo GUI_ASSETS_HUB_REPO, or to `<out>/hub/` laid out as the repo would be; only files "
+        "the repo does not already hold with the same content are sent. Blocked when alignment_leakage "
+        "fails.",
+        kinds={"huggingface", "python"},
+        code_version=stage_version("upload", spec),
+        pool="hf_api",
+        **common,
+    )
+    def upload(
+        context: dg.AssetExecutionContext, paths: GuiAssetsPaths, hub: HubResource
+    ) -> dg.MaterializeResult:
+        directory = spec.directory(context.partition_key)
+        folder = OutLayout(paths.out_dir()).directory(directory)
+        files = [(f"{directory}/{p.name}", p) for p in sorted(folder.iterdir()) if p.is_file()]
+        try:
+            result = hub_writer.upload(
+                files, hub.target(paths.out_dir()), f"Upload {directory}", log=context.log
+            )
+        except hub_writer.UploadError as e:
+            raise fail(e) from None
+        return dg.MaterializeResult(
+            metadata={**result.to_dict(), "directory": directory},
+            data_version=dg.DataVersion(digest(sorted(result.digests.items()))),
+        )
+
+    return upload

@@ -1,0 +1,189 @@
+"""Code versions derived from the code itself: what marks an asset stale when its code changes.
+
+An asset runs one stage (`gui_assets.stages.*`) or one writer (`gui_assets.writers.*`), plus, for
+a source's chain, the parts of its declaration that stage calls (the adapter, the file patterns,
+the split rule). Its code_version hashes every module that runs, found by following imports
+inside the package from those roots (never a list kept by hand), each in a normalized form: the
+AST dump without docstrings, so comments, docstrings and formatting move nothing while any
+change to what runs does. Imports under `if TYPE_CHECKING:` are types, not code that runs.
+
+The declaration's data a stage depends on (repo id and file patterns for the raw stage, the split
+rule for the split stage, ...) is hashed with it, and so is the package version.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import hashlib
+import json
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from gui_assets.source_spec import SourceSpec
+from gui_assets.version import GUI_ASSETS_VERSION
+
+PACKAGE = "gui_assets"
+PACKAGE_DIR = Path(__file__).resolve().parent
+
+# The module each asset's body runs. A source's chain adds its declaration's code below.
+STAGE_MODULES: dict[str, tuple[str, ...]] = {
+    "raw": ("gui_assets.stages.raw",),
+    "episodes": ("gui_assets.stages.episodes",),
+    "splits": ("gui_assets.stages.split",),
+    "shards": ("gui_assets.stages.shards",),
+    "dataset_info": ("gui_assets.stages.info",),
+    "upload": ("gui_assets.writers.hub",),
+    "preview": ("gui_assets.writers.preview",),
+    "dataset_card": ("gui_assets.writers.card",),
+    "hub_card": ("gui_assets.writers.hub",),
+    "cua_lite_export": ("gui_assets.writers.cua_lite",),
+}
+
+
+# Files other than modules whose bytes an asset's output is made of (the card's prose).
+STAGE_FILES: dict[str, tuple[str, ...]] = {"dataset_card": ("templates/dataset_card.md",)}
+
+
+def _strip_docstrings(tree: ast.AST) -> ast.AST:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            body = node.body
+            first = body[0].value if body and isinstance(body[0], ast.Expr) else None
+            if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                node.body = body[1:] or [ast.Pass()]
+    return tree
+
+
+def normalized_source(path: Path) -> str:
+    """The module as its AST without docstrings: blind to comments and formatting."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    return ast.dump(_strip_docstrings(tree), annotate_fields=False, include_attributes=False)
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _runtime_imports(tree: ast.AST, module: str, is_package: bool) -> set[str]:
+    """Every module name an import statement names, except under `if TYPE_CHECKING:`."""
+    names: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = module.split(".")
+                anchor = parts if is_package else parts[:-1]
+                anchor = anchor[: len(anchor) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            names.add(base)
+            names.update(f"{base}.{a.name}" for a in node.names)  # `from pkg import module`
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return names
+
+
+def module_path(name: str, package_dir: Path = PACKAGE_DIR) -> Path | None:
+    """The source file of a module of this package (or of an imported one outside it)."""
+    if name == PACKAGE:
+        return None  # the package __init__ assembles the code location; no stage runs it
+    if name.startswith(PACKAGE + "."):
+        rel = Path(*name.split(".")[1:])
+        for candidate in (package_dir / rel.with_suffix(".py"), package_dir / rel / "__init__.py"):
+            if candidate.is_file():
+                return candidate
+        return None
+    file = getattr(sys.modules.get(name), "__file__", None)
+    return Path(file) if file and file.endswith(".py") else None
+
+
+def import_closure(roots: Iterable[str], package_dir: Path = PACKAGE_DIR) -> list[str]:
+    """The roots and every package module they import, directly or through others, sorted."""
+    seen: set[str] = set()
+    todo = [r for r in roots]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        path = module_path(name, package_dir)
+        if path is None:
+            continue
+        seen.add(name)
+        parents = name.split(".")
+        for i in range(2, len(parents)):  # a subpackage's __init__ runs before its modules
+            todo.append(".".join(parents[:i]))
+        for imported in _imports_of(path, _stamp(path), name):
+            if imported.startswith(PACKAGE + ".") and imported not in seen:
+                todo.append(imported)
+    return sorted(seen)
+
+
+def _stamp(path: Path) -> tuple[int, int]:
+    st = path.stat()
+    return st.st_mtime_ns, st.st_size
+
+
+@functools.cache
+def _imports_of(path: Path, stamp: tuple[int, int], name: str) -> frozenset[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    return frozenset(_runtime_imports(tree, name, path.name == "__init__.py"))
+
+
+@functools.cache
+def _module_digest(path: Path, stamp: tuple[int, int]) -> str:
+    return hashlib.sha256(normalized_source(path).encode()).hexdigest()
+
+
+def version_of(roots: Iterable[str], data: Any = None, package_dir: Path = PACKAGE_DIR) -> str:
+    """A 16-hex code version over the roots' import closure (normalized) and `data`."""
+    h = hashlib.sha256(GUI_ASSETS_VERSION.encode())
+    for name in import_closure(roots, package_dir):
+        path = module_path(name, package_dir)
+        assert path is not None
+        h.update(name.encode() + b"\0" + _module_digest(path, _stamp(path)).encode() + b"\n")
+    h.update(json.dumps(data, sort_keys=True, default=str).encode())
+    return h.hexdigest()[:16]
+
+
+def _spec_roots_and_data(stage: str, spec: SourceSpec) -> tuple[list[str], Any]:
+    """What of a source's declaration a stage of its chain runs, and the data it reads from it."""
+    if stage == "raw":
+        fns = [spec.file_patterns, spec.resolve_patterns]
+        roots = [f.__module__ for f in fns if f is not None]
+        return roots, [spec.repo_id, spec.not_on_hub, {k: spec.file_patterns(k) for k in spec.partition_keys}]
+    if stage == "episodes":
+        return [spec.adapter.__module__], [spec.name, spec.max_image]
+    if stage == "splits":
+        return [spec.split_rule.assign.__module__], spec.split_rule.record()
+    if stage == "shards":
+        return [], spec.name
+    if stage == "dataset_info":
+        record = {k: spec.record(k) for k in spec.partition_keys}
+        return [spec.split_rule.assign.__module__], [record, spec.split_rule.record(), spec.heldout_attrs]
+    return [], None
+
+
+def stage_version(stage: str, spec: SourceSpec | None = None, package_dir: Path = PACKAGE_DIR) -> str:
+    """The code_version of a source's `stage` asset (or of a repo-level asset, spec None)."""
+    roots = list(STAGE_MODULES[stage])
+    data: Any = [
+        hashlib.sha256((package_dir / f).read_bytes()).hexdigest() for f in STAGE_FILES.get(stage, ())
+    ]
+    if spec is not None:
+        extra, spec_data = _spec_roots_and_data(stage, spec)
+        roots += extra
+        data.append(spec_data)
+    return version_of(roots, data, package_dir)

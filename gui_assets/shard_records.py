@@ -1,0 +1,120 @@
+"""The shard stage's records, one serialisation each: the plan, a unit's result, the manifest.
+
+ShardPlan       _work/<dir>/shard_plan.json: the units and the episodes of each
+UnitResult      _work/<dir>/units/<unit>/unit.json: one unit's pieces and statistics
+ShardManifest   _work/<dir>/shards.json: the published shard series and what the writer
+                counted writing them (the statistics dataset_info.json reports)
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from gui_assets.layout import OutLayout, ShardEntry
+from gui_assets.stats import BuildStats
+
+
+class PublishError(Exception):
+    """A unit's output is missing or does not match what it reported: rerun the shards step."""
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedUnit:
+    name: str  # "<part>-NNNN"
+    part: str  # MAIN or VAL
+    episodes: tuple[str, ...]
+    steps: int
+
+
+@dataclass(frozen=True, slots=True)
+class ShardPlan:
+    directory: str
+    bytes_per_step_estimate: float
+    steps_per_unit_budget: int
+    config: dict[str, Any]
+    units: tuple[PlannedUnit, ...]
+
+    def unit(self, name: str) -> PlannedUnit:
+        for u in self.units:
+            if u.name == name:
+                return u
+        raise PublishError(f"{self.directory}: unit {name} is not in the shard plan")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "directory": self.directory,
+            "bytes_per_step_estimate": self.bytes_per_step_estimate,
+            "steps_per_unit_budget": self.steps_per_unit_budget,
+            "config": self.config,
+            "units": [
+                {"name": u.name, "part": u.part, "episodes": list(u.episodes), "steps": u.steps}
+                for u in self.units
+            ],
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ShardPlan:
+        units = tuple(PlannedUnit(u["name"], u["part"], tuple(u["episodes"]), u["steps"]) for u in d["units"])
+        return cls(
+            d["directory"], d["bytes_per_step_estimate"], d["steps_per_unit_budget"], d["config"], units
+        )
+
+
+@dataclass(slots=True)
+class UnitResult:
+    """What one unit wrote: its pieces (named piece_NNNN until published) and their statistics."""
+
+    unit: str
+    part: str
+    pieces: list[ShardEntry]
+    stats: BuildStats
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "unit": self.unit,
+            "part": self.part,
+            "pieces": [p.to_dict() for p in self.pieces],
+            "stats": self.stats.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> UnitResult:
+        pieces = [ShardEntry(**p) for p in d["pieces"]]
+        return cls(d["unit"], d["part"], pieces, BuildStats.from_dict(d["stats"]))
+
+
+@dataclass(slots=True)
+class ShardManifest:
+    """The published shard series of a directory and what the writer counted writing them."""
+
+    shards: list[ShardEntry]
+    val_shards: list[ShardEntry]
+    stats: BuildStats
+    units: int = 0
+
+    @property
+    def all_shards(self) -> list[ShardEntry]:
+        return self.shards + self.val_shards
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "shards": [e.to_dict() for e in self.shards],
+            "val_shards": [e.to_dict() for e in self.val_shards],
+            "stats": self.stats.to_dict(),
+            "units": self.units,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ShardManifest:
+        return cls(
+            [ShardEntry(**e) for e in d["shards"]],
+            [ShardEntry(**e) for e in d["val_shards"]],
+            BuildStats.from_dict(d["stats"]),
+            d.get("units", 0),
+        )
+
+    @classmethod
+    def read(cls, layout: OutLayout, directory: str) -> ShardManifest:
+        return cls.from_dict(json.loads(layout.shard_manifest(directory).read_text(encoding="utf-8")))

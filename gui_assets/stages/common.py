@@ -1,0 +1,30 @@
+"""What every stage shares: one message for a full disk, whatever wrote it."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+from gui_assets.errors import DiskFullError
+
+
+def _disk_full(e: BaseException) -> bool:
+    return (isinstance(e, OSError) and e.errno == errno.ENOSPC) or "No space left on device" in str(e)
+
+
+@contextlib.contextmanager
+def disk_full_named(stage: str, where: Path) -> Iterator[None]:
+    """Turn ENOSPC (from Python, h5py or pyarrow, which word it differently) into one message."""
+    try:
+        yield
+    except Exception as e:
+        if not _disk_full(e):
+            raise
+        free = shutil.disk_usage(where if where.exists() else where.parent).free
+        raise DiskFullError(
+            f"{stage}: the disk holding {where} is full ({free} bytes free); nothing partial was kept, "
+            f"free space and rerun ({type(e).__name__}: {e})"
+        ) from None

@@ -1,0 +1,52 @@
+"""The adapter stage: raw files -> the GuiEpisode IR of one partition."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gui_assets.assembly import AdapterRun
+from gui_assets.config import BuildConfig
+from gui_assets.episode_store import EpisodeWriter, ImageStore
+from gui_assets.errors import EmptyPartitionError
+from gui_assets.ir import GuiEpisode
+from gui_assets.layout import OutLayout
+from gui_assets.mirror import RawPartition
+from gui_assets.source_spec import SourceSpec
+from gui_assets.stages.common import disk_full_named
+from gui_assets.stats import BuildStats
+
+
+def adapt(
+    spec: SourceSpec, raw: RawPartition, store: ImageStore, config: BuildConfig, stats: BuildStats
+) -> Iterator[GuiEpisode]:
+    """The source's adapter over one raw partition; every episode is counted as it leaves."""
+    stats.files_in = raw.file_count
+    for episode in spec.adapter(AdapterRun(spec.name, raw, store, stats, config, spec.max_image)):
+        stats.count_episode(episode)
+        yield episode
+
+
+def build_episodes(spec: SourceSpec, key: str, layout: OutLayout, config: BuildConfig) -> BuildStats:
+    directory = spec.directory(key)
+    raw = RawPartition.read(layout.raw_manifest(directory))
+    store = ImageStore(layout.image_store, writers=2)  # file writes overlap the parsing
+    store.sweep()  # temp files of killed builds (not of builds still running)
+    stats = BuildStats()
+    writer = EpisodeWriter(layout.episodes(directory))
+    try:
+        with disk_full_named(f"{directory}: writing the IR", layout.episodes(directory)):
+            for episode in adapt(spec, raw, store, config, stats):
+                writer.add(episode)
+            store.close()  # every image is on disk before the IR that names them is published
+    except BaseException:
+        writer.abort()
+        store.close_quietly()
+        raise
+    if stats.episodes_out == 0:
+        writer.abort()
+        raise EmptyPartitionError(
+            f"{directory}: no episode survived the {spec.name} adapter "
+            f"({stats.files_in} files, {stats.episodes_in} episodes in, drops {dict(stats.drops)})"
+        )
+    writer.close(stats)
+    return stats

@@ -1,0 +1,44 @@
+"""The shard stage: IR + splits -> the directory's HDF5 shards, as plan -> units -> publish."""
+
+from __future__ import annotations
+
+from gui_assets import sharding
+from gui_assets.config import BuildConfig
+from gui_assets.layout import OutLayout
+from gui_assets.sharding import ShardManifest, ShardPlan, UnitResult
+from gui_assets.source_spec import SourceSpec
+from gui_assets.stages.common import disk_full_named
+from gui_assets.stages.split import read_splits
+
+
+def write_shards(
+    spec: SourceSpec, key: str, layout: OutLayout, config: BuildConfig, threads: int | None = None
+) -> ShardManifest:
+    """Write the main (and, where the split rule makes one, val) shard series, unit by unit.
+
+    The Dagster asset runs the same three calls as separate steps (one per unit in between).
+    """
+    plan = plan_shard_units(spec, key, layout, config)
+    for unit in plan.units:
+        write_shard_unit(spec, key, layout, config, unit.name, threads)
+    return publish_shards(spec, key, layout)
+
+
+def plan_shard_units(spec: SourceSpec, key: str, layout: OutLayout, config: BuildConfig) -> ShardPlan:
+    directory = spec.directory(key)
+    sharding.prepare(layout, directory)
+    return sharding.plan_shards(layout, directory, config, read_splits(layout, directory))
+
+
+def write_shard_unit(
+    spec: SourceSpec, key: str, layout: OutLayout, config: BuildConfig, unit: str, threads: int | None = None
+) -> UnitResult:
+    directory = spec.directory(key)
+    with disk_full_named(f"{directory}: writing shards ({unit})", layout.directory(directory)):
+        return sharding.write_unit(layout, directory, spec.name, config, unit, threads)
+
+
+def publish_shards(spec: SourceSpec, key: str, layout: OutLayout) -> ShardManifest:
+    directory = spec.directory(key)
+    with disk_full_named(f"{directory}: publishing shards", layout.directory(directory)):
+        return sharding.publish_shards(layout, directory)

@@ -1,0 +1,84 @@
+"""Shard units and publishing: final names appear only at publish, stale shards are pruned, a
+failed or killed build leaves the previous shards as they were."""
+
+from __future__ import annotations
+
+import pytest
+
+from gui_assets import sharding
+from gui_assets.config import BuildConfig
+from gui_assets.layout import OutLayout
+from gui_assets.pipeline import RawSettings, assign_splits, build_episodes, fetch_raw
+from gui_assets.shard_records import PublishError, ShardManifest
+from gui_assets.sources import MIND2WEB
+from gui_assets.stages.split import read_splits
+
+DIR = "mind2web_train"
+
+
+@pytest.fixture
+def prepared(tmp_path, demo_mirror) -> OutLayout:
+    """The demo's Mind2Web train partition up to its split table."""
+    layout = OutLayout(tmp_path)
+    fetch_raw(MIND2WEB, "train", layout, RawSettings(mode="mirror", mirror=demo_mirror))
+    build_episodes(MIND2WEB, "train", layout, BuildConfig())
+    assign_splits(MIND2WEB, "train", layout)
+    return layout
+
+
+def plan(layout: OutLayout, cap: int = 500_000_000) -> sharding.ShardPlan:
+    config = BuildConfig(shard_cap_bytes=cap)
+    sharding.prepare(layout, DIR)
+    return sharding.plan_shards(layout, DIR, config, read_splits(layout, DIR))
+
+
+def build(layout: OutLayout, cap: int = 500_000_000) -> ShardManifest:
+    for unit in plan(layout, cap).units:
+        sharding.write_unit(layout, DIR, "mind2web", BuildConfig(shard_cap_bytes=cap), unit.name)
+    return sharding.publish_shards(layout, DIR)
+
+
+def shards_of(layout: OutLayout) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in layout.directory(DIR).glob("*.hdf5")}
+
+
+def test_nothing_appears_under_a_final_name_before_publish(prepared):
+    for unit in plan(prepared).units:
+        sharding.write_unit(prepared, DIR, "mind2web", BuildConfig(), unit.name)
+    assert shards_of(prepared) == {}  # the pieces are in the unit folders under _work
+    manifest = sharding.publish_shards(prepared, DIR)
+    assert sorted(shards_of(prepared)) == [e.file for e in manifest.shards]
+    assert ShardManifest.read(prepared, DIR) == manifest  # one serialisation, read back equal
+
+
+def test_a_failed_rebuild_leaves_the_previous_shards_and_a_shorter_one_prunes_extras(prepared):
+    build(prepared, cap=1_000_000)
+    before = shards_of(prepared)
+    assert len(before) >= 2
+    units = plan(prepared).units  # a rebuild at the default cap: one unit
+    assert len(units) == 1
+    with pytest.raises(PublishError, match="has not been written"):
+        sharding.publish_shards(prepared, DIR)  # the unit never ran: nothing is touched
+    assert shards_of(prepared) == before
+    manifest = build(prepared)
+    assert sorted(shards_of(prepared)) == ["mind2web_train_0000.hdf5"] == [e.file for e in manifest.shards]
+
+
+def test_leftovers_of_a_killed_build_are_swept(prepared):
+    out = prepared.directory(DIR)
+    (out / ".staging-999").mkdir(parents=True)
+    (out / ".staging-999" / f"{DIR}_0000.hdf5").write_bytes(b"half")
+    (out / f".{DIR}_0000.hdf5.tmp-999").write_bytes(b"half")
+    sharding.prepare(prepared, DIR)
+    assert list(out.iterdir()) == []
+
+
+def test_the_eye_in_hand_counts_are_kept_once_in_the_statistics(prepared):
+    manifest = build(prepared)
+    stats = manifest.stats
+    assert stats.pointer_steps > 0
+    assert stats.to_dict()["target_inside_eye_in_hand"] == {
+        "numerator": stats.target_inside_eye,
+        "denominator": stats.pointer_steps,
+    }
+    assert stats.target_inside_eye_in_hand_rate == round(stats.target_inside_eye / stats.pointer_steps, 6)
