@@ -20,6 +20,9 @@ if TYPE_CHECKING:  # types only: a stage imports just what it runs (its code_ver
 
 Adapter = Callable[["AdapterRun"], Iterator["GuiEpisode"]]
 PLATFORMS = ("browser", "desktop", "mobile")  # cua-lite's platform vocabulary
+# What a partition's main shards are for: training data, a benchmark's validation or test split
+# (kept apart from training by every export), or a benchmark's evaluation tasks themselves.
+SPLIT_ROLES = ("train", "validation", "evaluation")
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -48,6 +51,11 @@ class SourceSpec:
     # The largest screenshot (width, height) the source really produces; a bigger one is a
     # forged or broken header and is dropped (image_too_large) before anything decodes it.
     max_image: tuple[int, int] = (8192, 8192)
+    # The role of each partition's main shards (SPLIT_ROLES), one for all or one per key; a
+    # holdout (`_val_`) series is always validation.
+    split_role: str | Mapping[str, str] = "train"
+    # Hosts outside the hub the source's records name files on (https only), fetched in hub mode.
+    remote_hosts: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         platforms = self.platform.values() if isinstance(self.platform, Mapping) else [self.platform]
@@ -55,6 +63,11 @@ class SourceSpec:
             raise ValueError(f"{self.name}: platform must be one of {PLATFORMS}, not {self.platform!r}")
         if isinstance(self.platform, Mapping) and set(self.platform) != set(self.partition_keys):
             raise ValueError(f"{self.name}: a platform per partition key needs every key")
+        roles = self.split_role.values() if isinstance(self.split_role, Mapping) else [self.split_role]
+        if any(r not in SPLIT_ROLES for r in roles):
+            raise ValueError(f"{self.name}: split_role must be one of {SPLIT_ROLES}, not {self.split_role!r}")
+        if isinstance(self.split_role, Mapping) and set(self.split_role) != set(self.partition_keys):
+            raise ValueError(f"{self.name}: a split role per partition key needs every key")
 
     def directory(self, key: str) -> str:
         if key not in self.partition_keys:
@@ -63,6 +76,9 @@ class SourceSpec:
 
     def platform_of(self, key: str) -> str:
         return self.platform[key] if isinstance(self.platform, Mapping) else self.platform
+
+    def split_role_of(self, key: str) -> str:
+        return self.split_role[key] if isinstance(self.split_role, Mapping) else self.split_role
 
     @property
     def adapter_name(self) -> str:
@@ -75,6 +91,7 @@ class SourceSpec:
             "repo_id": self.repo_id,
             "license": self.license,
             "platform": self.platform_of(key),
+            "split_role": self.split_role_of(key),
             "description": self.description,
             "notes": self.notes,
         }

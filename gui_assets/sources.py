@@ -21,6 +21,13 @@ MIND2WEB = SourceSpec(
     scrolls=True,
     # Full pages: 1280 px wide and more (up to about 11.8k in the viewer), up to about 85k tall.
     max_image=(12_000, 90_000),
+    # The benchmark's test splits: never training data (cua-lite maps them to validation too).
+    split_role={
+        "train": "train",
+        "test_task": "validation",
+        "test_website": "validation",
+        "test_domain": "validation",
+    },
 )
 
 AGENTNET = SourceSpec(
@@ -53,6 +60,7 @@ WEBLINX = SourceSpec(
     platform="browser",
     scrolls=True,
     resolve_patterns=weblinx.resolve_patterns,
+    split_role={"train": "train", "valid": "validation"},
 )
 
 WEBARENA = SourceSpec(
@@ -74,6 +82,7 @@ WEBARENA = SourceSpec(
     not_on_hub="the human traces are published as <task_id>.zip files outside the hub (see the WebArena "
     "repository's resources/README.md); mirror them as <mirror>/webarena/human_trajectories/",
     heldout_attrs=("task_id", "intent_template_id"),
+    split_role="evaluation",
 )
 
 CUAGYM = SourceSpec(

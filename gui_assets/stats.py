@@ -58,6 +58,10 @@ class BuildStats:
     scroll_histogram: dict[str, Counter[str]] = field(default_factory=dict)
     pointer_steps: int = 0
     target_inside_eye: int = 0
+    # Steps whose pre-action frame was not recorded, the last frame standing in (obs_stale).
+    stale_steps: int = 0
+    # User-facing calls of the upstream recorder that made no step, by their API name.
+    ignored_calls: Counter[str] = field(default_factory=Counter)
 
     def drop(self, reason: DropReason, n: int = 1) -> None:
         if not isinstance(reason, DropReason):
@@ -77,6 +81,7 @@ class BuildStats:
         if not step.grounded and step.ungrounded_reason:
             self.ungrounded_steps += 1
             self.ungrounded_by_reason[step.ungrounded_reason] += 1
+        self.stale_steps += step.obs_stale
 
     def count_episode(self, episode: GuiEpisode) -> None:
         """Count an episode that leaves this stage, with all its steps."""
@@ -100,6 +105,8 @@ class BuildStats:
             scroll_histogram=hist,
             pointer_steps=self.pointer_steps + other.pointer_steps,
             target_inside_eye=self.target_inside_eye + other.target_inside_eye,
+            stale_steps=self.stale_steps + other.stale_steps,
+            ignored_calls=self.ignored_calls + other.ignored_calls,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -116,6 +123,8 @@ class BuildStats:
             "scroll_histogram": {
                 d: dict(sorted(c.items())) for d, c in sorted(self.scroll_histogram.items())
             },
+            "stale_steps": self.stale_steps,
+            "ignored_calls": dict(sorted(self.ignored_calls.items())),
             "target_inside_eye_in_hand_rate": self.target_inside_eye_in_hand_rate,
             "target_inside_eye_in_hand": {
                 "numerator": self.target_inside_eye,
@@ -137,4 +146,6 @@ class BuildStats:
             scroll_histogram={k: Counter(v) for k, v in d.get("scroll_histogram", {}).items()},
             pointer_steps=int(d.get("target_inside_eye_in_hand", {}).get("denominator", 0)),
             target_inside_eye=int(d.get("target_inside_eye_in_hand", {}).get("numerator", 0)),
+            stale_steps=int(d.get("stale_steps", 0)),
+            ignored_calls=Counter(d.get("ignored_calls", {})),
         )

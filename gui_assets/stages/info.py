@@ -25,6 +25,7 @@ def write_info(spec: SourceSpec, key: str, layout: OutLayout, config: BuildConfi
     written.files_in = adapter_stats.files_in
     written.episodes_in = adapter_stats.episodes_in
     written.drops = adapter_stats.drops + written.drops
+    written.ignored_calls = adapter_stats.ignored_calls  # counted where calls are read
     info = DatasetInfo(
         directory=directory,
         source=spec.name,
