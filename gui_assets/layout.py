@@ -12,6 +12,8 @@ from gui_assets.atomic import atomic_write_text
 
 DATASET_INFO = "dataset_info.json"
 PREVIEW_DIR = "preview"  # the preview config: <out>/preview/*.parquet
+# The generated demo mirror carries this file at its root: data from it is never published.
+DEMO_STAMP = ".gui_assets_demo_version"
 # Working state of the pipeline (IR, split tables, manifests); never uploaded.
 WORK_DIR = "_work"
 IMAGE_STORE = "images"
@@ -57,6 +59,21 @@ class OutLayout:
     def shard_manifest(self, directory: str) -> Path:
         return self.work(directory) / "shards.json"
 
+    def built_episodes(self, directory: str) -> Path:
+        """The episodes (id, content hash) of the last dataset_info build: what the next one is
+        compared with."""
+        return self.work(directory) / "built_episodes.parquet"
+
+    @property
+    def hash_cache(self) -> Path:
+        return self.root / WORK_DIR / "hash_cache.json"
+
+
+def is_demo_mirror(repo_root: Path, repo_id: str) -> bool:
+    """Is this repo folder (`<mirror>/<repo_id>`) inside the generated demo mirror?"""
+    mirror = repo_root.parents[len(repo_id.split("/")) - 1]
+    return (mirror / DEMO_STAMP).is_file()
+
 
 @dataclass(slots=True)
 class ShardEntry:
@@ -88,6 +105,11 @@ class DatasetInfo:
     shards: list[ShardEntry]
     val_shards: list[ShardEntry] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def demo(self) -> bool:
+        """Built from the generated demo mirror (never to be published)."""
+        return bool(self.build.get("demo_mirror"))
 
     @property
     def source_record(self) -> dict[str, Any]:

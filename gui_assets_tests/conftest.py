@@ -169,11 +169,18 @@ def clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
+def asset_keys(asset: Any) -> set[Any]:
+    """The keys an AssetsDefinition produces, or a source asset's one key."""
+    return set(asset.keys) if hasattr(asset, "keys") else {asset.key}
+
+
 def source_definitions(source: str) -> list:
     """One source's assets and checks from the code location (one partitions definition)."""
     from gui_assets import defs
 
-    assets = [a for a in defs.assets or [] if all(k.to_user_string().startswith(source) for k in a.keys)]
+    assets = [
+        a for a in defs.assets or [] if all(k.to_user_string().startswith(source) for k in asset_keys(a))
+    ]
     checks = [
         c
         for c in defs.asset_checks or []

@@ -3,15 +3,17 @@
 The real hub is unreachable here, so hub-mode downloads are tested against this: huggingface_hub
 talks to it through its ordinary `endpoint`, with the routes snapshot_download uses:
 
-    GET  /api/datasets/<owner>/<repo>/revision/<rev>        repo info (sha, siblings)
+    GET  /api/datasets/<owner>/<repo>[/revision/<rev>]      repo info (sha, siblings)
     GET  /api/datasets/<owner>/<repo>/tree/<rev>[/<path>]   file listing (recursive)
     HEAD /datasets/<owner>/<repo>/resolve/<rev>/<path>      X-Repo-Commit, ETag, size
     GET  /datasets/<owner>/<repo>/resolve/<rev>/<path>      the bytes (Range supported)
 
-Every request is recorded (method, path, Range, Authorization present) so tests can assert
-what was fetched, that a resumed download asked for the missing tail only, and that a token was
-sent as a header. `fail_after_bytes` cuts every response for a file short (a connection that
-keeps dropping) until the test removes the entry.
+Files are stored as the hub stores them: large data files in LFS (the tree lists their sha256,
+the ETag is it) and small text files (.json, .md, .csv, .txt) in git (the tree lists no LFS, the
+ETag is the git blob id). Every request is recorded (method, path, Range, Authorization present)
+so tests can assert what was fetched, that a resumed download asked for the missing tail only,
+and that a token was sent as a header. `fail_after_bytes` cuts every response for a file short
+(a connection that keeps dropping) until the test removes the entry.
 """
 
 from __future__ import annotations
@@ -53,6 +55,17 @@ class HubState:
 
 def _git_blob_sha1(data: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+GIT_SUFFIXES = (".json", ".md", ".csv", ".txt")  # kept in git, not LFS, as a hub repo's .gitattributes does
+
+
+def _in_lfs(rel: str) -> bool:
+    return not rel.endswith(GIT_SUFFIXES)
+
+
+def _etag(rel: str, data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest() if _in_lfs(rel) else _git_blob_sha1(data)
 
 
 def _handler(state: HubState) -> type[BaseHTTPRequestHandler]:
@@ -99,7 +112,7 @@ def _handler(state: HubState) -> type[BaseHTTPRequestHandler]:
         def do_GET(self) -> None:
             self._record()
             path = unquote(urlparse(self.path).path)
-            m = re.fullmatch(r"/api/datasets/([^/]+/[^/]+)/revision/([^/]+)", path)
+            m = re.fullmatch(r"/api/datasets/([^/]+/[^/]+)(?:/revision/([^/]+))?", path)
             if m:
                 repo = m.group(1)
                 if not (state.root / repo).is_dir():
@@ -114,19 +127,19 @@ def _handler(state: HubState) -> type[BaseHTTPRequestHandler]:
                     if prefix and not rel.startswith(prefix + "/"):
                         continue
                     data = p.read_bytes()
-                    entries.append(
-                        {
-                            "type": "file",
-                            "oid": _git_blob_sha1(data),
+                    entry: dict[str, object] = {
+                        "type": "file",
+                        "oid": _git_blob_sha1(data),
+                        "size": len(data),
+                        "path": rel,
+                    }
+                    if _in_lfs(rel):
+                        entry["lfs"] = {
+                            "oid": hashlib.sha256(data).hexdigest(),
                             "size": len(data),
-                            "path": rel,
-                            "lfs": {
-                                "oid": hashlib.sha256(data).hexdigest(),
-                                "size": len(data),
-                                "pointerSize": 134,
-                            },
+                            "pointerSize": 134,
                         }
-                    )
+                    entries.append(entry)
                 return self._json(entries)
             m = re.fullmatch(r"/datasets/([^/]+/[^/]+)/resolve/([^/]+)/(.+)", path)
             if m:
@@ -145,7 +158,7 @@ def _handler(state: HubState) -> type[BaseHTTPRequestHandler]:
             body = data[start:]
             self.send_response(206 if start else 200)
             self.send_header("Content-Length", str(len(body)))
-            self.send_header("ETag", f'"{hashlib.sha256(data).hexdigest()}"')
+            self.send_header("ETag", f'"{_etag(rel, data)}"')
             self.send_header("X-Repo-Commit", state.commit)
             self.send_header("Accept-Ranges", "bytes")
             if start:

@@ -1,6 +1,9 @@
 """build_source_defs(spec): a source's asset chain and its checks, from its declaration alone.
 
-    S  ->  S_episodes  ->  S_splits  ->  S_shards  ->  S_dataset_info  ->  S_upload
+    S_upstream  ->  S  ->  S_episodes  ->  S_splits  ->  S_shards  ->  S_dataset_info  ->  S_upload
+
+`S_upstream` is observed, not built (defs/upstream_assets.py); the raw asset `S` records the same
+version for the same files, so an upstream change marks exactly the partitions it touched stale.
 
 All in group `spec.name`, all on the source's one partitions definition. Each asset has its own
 small builder (source_assets.py, shard_graph.py); checks are built in checks.py.
@@ -8,6 +11,7 @@ small builder (source_assets.py, shard_graph.py); checks are built in checks.py.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import dagster as dg
@@ -23,6 +27,7 @@ from gui_assets.defs.source_assets import (
     splits_asset,
     upload_asset,
 )
+from gui_assets.defs.upstream_assets import upstream_asset
 from gui_assets.source_spec import SourceSpec
 
 
@@ -40,4 +45,8 @@ def build_source_defs(spec: SourceSpec) -> dg.Definitions:
             upload_asset,
         )
     ]
-    return dg.Definitions(assets=assets, asset_checks=build_source_checks(spec))
+    with warnings.catch_warnings():
+        # Observable source assets and DataVersionsByPartition are beta in 1.13: one warning each per load.
+        warnings.simplefilter("ignore", dg.BetaWarning)
+        upstream = upstream_asset(spec)
+    return dg.Definitions(assets=[upstream, *assets], asset_checks=build_source_checks(spec))

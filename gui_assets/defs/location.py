@@ -14,6 +14,7 @@ from gui_assets.defs.factory import build_source_defs
 from gui_assets.defs.repo_assets import build_repo_assets
 from gui_assets.defs.resources import AlertsResource, BuildSettings, GuiAssetsPaths, HubResource
 from gui_assets.defs.sensors import run_failure_alerts
+from gui_assets.defs.upstream_assets import observation_defs
 from gui_assets.source_spec import SourceSpec
 
 
@@ -29,10 +30,12 @@ def build_definitions(sources: Sequence[SourceSpec]) -> dg.Definitions:
         warnings.simplefilter("ignore", dg.BetaWarning)
         # Link every asset to the file and line that defines it (shown in the UI).
         assets = dg.with_source_code_references(assets)
+    observing = observation_defs(sources)
     return dg.Definitions(
         assets=assets,
         asset_checks=checks,
-        sensors=[run_failure_alerts],
+        jobs=observing.jobs,
+        sensors=[run_failure_alerts, *(observing.sensors or [])],
         executor=executor_from_env(),
         resources={
             "paths": GuiAssetsPaths(),

@@ -38,3 +38,33 @@ def inline_image(data: bytes, mime: str, alt: str, caption: str = "") -> dg.Meta
     """An image the UI shows inside a metadata entry (markdown with a data URL)."""
     text = f"{caption}\n\n" if caption else ""
     return dg.MetadataValue.md(f"{text}![{alt}](data:{mime};base64,{base64.b64encode(data).decode()})")
+
+
+def change_metadata(change: dict[str, Any]) -> dict[str, Any]:
+    """What changed since the previous build of the partition, as the UI shows it."""
+    if change.get("first_build"):
+        return {
+            "changes": dg.MetadataValue.md(
+                f"First build: {change['episodes']} episodes, {change['steps']} steps."
+            )
+        }
+    lines = [
+        f"- episodes added: **{len(change['episodes_added'])}**, "
+        f"removed: **{len(change['episodes_removed'])}**, "
+        f"changed (content hash): **{len(change['episodes_changed'])}**",
+        f"- steps: {change['steps_before']} -> {change['steps']} ({change['steps_change']:+d})",
+        f"- drops: {', '.join(f'{k} {v:+d}' for k, v in change['drops_change'].items()) or 'unchanged'}",
+        f"- upstream revision: {change['revision_before']} -> {change['revision']}",
+    ]
+    examples = (change["episodes_added"] + change["episodes_removed"] + change["episodes_changed"])[:10]
+    if examples:
+        lines.append("- e.g. " + ", ".join(f"`{e}`" for e in examples))
+    return {
+        "episodes_added": len(change["episodes_added"]),
+        "episodes_removed": len(change["episodes_removed"]),
+        "episodes_changed": len(change["episodes_changed"]),
+        "steps_change": change["steps_change"],
+        "drops_change": dg.MetadataValue.json(change["drops_change"]),
+        "revision_before": str(change["revision_before"]),
+        "changes": dg.MetadataValue.md("\n".join(lines)),
+    }

@@ -9,7 +9,7 @@ import dagster as dg
 
 from gui_assets.defs.metadata import OWNERS, digest, fail, file_digest
 from gui_assets.defs.resources import BuildSettings, GuiAssetsPaths, HubResource
-from gui_assets.layout import PREVIEW_DIR
+from gui_assets.layout import PREVIEW_DIR, built_directories
 from gui_assets.lineage import stage_version
 from gui_assets.source_spec import SourceSpec
 from gui_assets.writers import card, cua_lite, preview
@@ -89,10 +89,10 @@ def _hub_card_asset() -> dg.AssetsDefinition:
         out = paths.out_dir()
         files = [("README.md", out / "README.md")]
         files += [(f"{PREVIEW_DIR}/{p.name}", p) for p in sorted((out / PREVIEW_DIR).glob("*.parquet"))]
+        target = hub.target(out)
         try:
-            r = hub_writer.upload(
-                files, hub.target(out), "Upload the dataset card and preview", log=context.log
-            )
+            hub_writer.refuse_demo(built_directories(out), target)  # the card and preview show them all
+            r = hub_writer.upload(files, target, "Upload the dataset card and preview", log=context.log)
         except hub_writer.UploadError as e:
             raise fail(e) from None
         return dg.MaterializeResult(metadata=r.to_dict())

@@ -133,6 +133,7 @@ def shards_asset(spec: SourceSpec, common: dict[str, Any]) -> dg.AssetsDefinitio
         "or machines; the shards are the same whatever the executor.",
         kinds={"hdf5", "python"},
         code_version=stage_version("shards", spec),
+        automation_condition=dg.AutomationCondition.eager(),
         **common,
     )
     def shards(splits: None) -> Any:

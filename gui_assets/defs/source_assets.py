@@ -9,10 +9,12 @@ from typing import Any
 import dagster as dg
 
 from gui_assets import episode_store, splits
-from gui_assets.defs.metadata import digest, fail, file_digest, md_table
+from gui_assets.build_changes import read_change
+from gui_assets.defs.metadata import change_metadata, digest, fail, file_digest, md_table
 from gui_assets.defs.resources import BuildSettings, GuiAssetsPaths, HubResource
+from gui_assets.defs.upstream_assets import rebuild_condition, upstream_key
 from gui_assets.errors import DiskFullError, EmptyPartitionError
-from gui_assets.layout import OutLayout
+from gui_assets.layout import DatasetInfo, OutLayout
 from gui_assets.lineage import stage_version
 from gui_assets.mirror import RawInputError
 from gui_assets.source_spec import SourceSpec
@@ -31,6 +33,8 @@ def chain_key(spec: SourceSpec, stage: str = "") -> dg.AssetKey:
 def raw_asset(spec: SourceSpec, common: dict[str, Any]) -> dg.AssetsDefinition:
     @dg.asset(
         key=chain_key(spec),
+        deps=[upstream_key(spec)],
+        automation_condition=rebuild_condition(),
         description=f"Raw upstream files of {spec.repo_id} for one partition: listed from "
         "GUI_ASSETS_MIRROR (mode `mirror`) or downloaded with huggingface_hub into the local cache "
         "(mode `hub`), with sizes, sha256 and the resolved revision.",
@@ -48,18 +52,29 @@ def raw_asset(spec: SourceSpec, common: dict[str, Any]) -> dg.AssetsDefinition:
         except RawInputError as e:
             raise fail(e) from None
         files = {f.path: f.size for f in part.files}
+        observed = context.instance.fetch_observations(
+            dg.AssetRecordsFilter(asset_key=upstream_key(spec), asset_partitions=[key]), limit=1
+        ).records
+        if not observed:  # Dagster can only flag a later upstream change against an observation
+            context.log.warning(
+                f"{upstream_key(spec).to_user_string()}[{key}] was never observed: upstream changes show as "
+                f"stale only once it is (observe_upstream, or --select '{spec.name}_upstream*')"
+            )
         return dg.MaterializeResult(
             metadata={
                 "path": dg.MetadataValue.path(str(out.raw_manifest(spec.directory(key)))),
                 "mode": part.mode,
                 "demo_mirror": paths.uses_demo_mirror() and part.mode == "mirror",
+                "upstream_observed": bool(observed),
                 "repo_id": part.repo_id,
                 "revision": part.revision,
                 "files": len(part.files),
                 "bytes": sum(files.values()),
                 "file_list": dg.MetadataValue.md(md_table(files, ("file", "bytes"))),
             },
-            data_version=dg.DataVersion(digest([(f.path, f.sha256) for f in part.files] + [part.revision])),
+            # What an observation of the upstream reports for the same files (revision left out:
+            # a commit that touches none of them changes nothing here).
+            data_version=dg.DataVersion(part.version),
         )
 
     return raw
@@ -73,6 +88,7 @@ def episodes_asset(spec: SourceSpec, common: dict[str, Any]) -> dg.AssetsDefinit
         "and episode table, plus the original screenshot bytes in a content-addressed store.",
         kinds={"parquet", "python"},
         code_version=stage_version("episodes", spec),
+        automation_condition=dg.AutomationCondition.eager(),
         **common,
     )
     def episodes(
@@ -116,6 +132,7 @@ def splits_asset(spec: SourceSpec, common: dict[str, Any]) -> dg.AssetsDefinitio
         f"{spec.split_rule.description}), with each episode's content hash.",
         kinds={"parquet", "python"},
         code_version=stage_version("splits", spec),
+        automation_condition=dg.AutomationCondition.eager(),
         **common,
     )
     def split_table(context: dg.AssetExecutionContext, paths: GuiAssetsPaths) -> dg.MaterializeResult:
@@ -146,6 +163,7 @@ def dataset_info_asset(spec: SourceSpec, common: dict[str, Any]) -> dg.AssetsDef
         "and revision, stats (drops, ungrounded steps, scroll histogram, eye-in-hand rate), shard list.",
         kinds={"json", "python"},
         code_version=stage_version("dataset_info", spec),
+        automation_condition=dg.AutomationCondition.eager(),
         **common,
     )
     def dataset_info(
@@ -164,6 +182,8 @@ def dataset_info_asset(spec: SourceSpec, common: dict[str, Any]) -> dg.AssetsDef
                 "ungrounded_steps": s["ungrounded_steps"],
                 "target_inside_eye_in_hand_rate": s["target_inside_eye_in_hand_rate"],
                 "revision": info.build["upstream"]["revision"],
+                "demo_mirror": info.demo,
+                **change_metadata(read_change(out, spec.directory(key))),
                 "stats": dg.MetadataValue.json(s),
             },
             data_version=dg.DataVersion(file_digest(path)),
@@ -182,6 +202,7 @@ def upload_asset(spec: SourceSpec, common: dict[str, Any]) -> dg.AssetsDefinitio
         "fails.",
         kinds={"huggingface", "python"},
         code_version=stage_version("upload", spec),
+        automation_condition=dg.AutomationCondition.eager(),
         pool="hf_api",
         **common,
     )
@@ -189,12 +210,13 @@ def upload_asset(spec: SourceSpec, common: dict[str, Any]) -> dg.AssetsDefinitio
         context: dg.AssetExecutionContext, paths: GuiAssetsPaths, hub: HubResource
     ) -> dg.MaterializeResult:
         directory = spec.directory(context.partition_key)
-        folder = OutLayout(paths.out_dir()).directory(directory)
+        out = OutLayout(paths.out_dir())
+        folder = out.directory(directory)
         files = [(f"{directory}/{p.name}", p) for p in sorted(folder.iterdir()) if p.is_file()]
+        target = hub.target(paths.out_dir())
         try:
-            result = hub_writer.upload(
-                files, hub.target(paths.out_dir()), f"Upload {directory}", log=context.log
-            )
+            hub_writer.refuse_demo([DatasetInfo.read(out.dataset_info(directory))], target)
+            result = hub_writer.upload(files, target, f"Upload {directory}", log=context.log)
         except hub_writer.UploadError as e:
             raise fail(e) from None
         return dg.MaterializeResult(

@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from gui_assets.build_changes import record_build
 from gui_assets.config import BuildConfig
 from gui_assets.episode_store import read_episode_table, read_stats
-from gui_assets.layout import DatasetInfo, OutLayout
+from gui_assets.layout import DatasetInfo, OutLayout, is_demo_mirror
 from gui_assets.mirror import RawPartition
-from gui_assets.sharding import ShardManifest
+from gui_assets.shard_records import ShardManifest
 from gui_assets.source_spec import SourceSpec
 from gui_assets.splits import VAL
 from gui_assets.stages.split import read_split_rows
@@ -35,6 +36,7 @@ def write_info(spec: SourceSpec, key: str, layout: OutLayout, config: BuildConfi
             "adapter": spec.adapter_name,
             "config": config.to_dict(),
             "upstream": raw.upstream_record(),
+            "demo_mirror": raw.mode == "mirror" and is_demo_mirror(raw.root, raw.repo_id),
             "source": spec.record(key),
             "split_rule": spec.split_rule.record(),
             **_holdout_record(spec, layout, directory),
@@ -44,7 +46,7 @@ def write_info(spec: SourceSpec, key: str, layout: OutLayout, config: BuildConfi
         val_shards=manifest.val_shards,
         extra=_heldout_ids(spec, layout, directory),
     )
-    info.write(layout.dataset_info(directory))
+    record_build(layout, directory, info, lambda: info.write(layout.dataset_info(directory)))
     return info
 
 

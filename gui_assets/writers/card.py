@@ -16,6 +16,11 @@ from gui_assets.atomic import atomic_write_text
 from gui_assets.layout import PREVIEW_DIR, DatasetInfo, built_directories
 
 TEMPLATE = Path(__file__).resolve().parent.parent / "templates" / "dataset_card.md"
+DEMO_NOTICE = (
+    "\n> **Demo data, not a dataset.** Built from gui_assets' generated demo mirror: small synthetic\n"
+    "> recordings in each upstream's real format, with deliberately broken records. Nothing here is a\n"
+    "> real demonstration, and it is never uploaded to a dataset repo.\n"
+)
 
 
 def human_size(n: float) -> str:
@@ -94,6 +99,7 @@ def card_text(infos: list[DatasetInfo], repo_id: str) -> str:
         example=example,
         repo_id=repo_id,
         upstream_rows=upstream,
+        demo_notice=DEMO_NOTICE if any(i.demo for i in infos) else "",
     )
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from gui_assets.atomic import atomic_path, sha256_file
+from gui_assets.layout import DATASET_INFO, DatasetInfo
 
 BATCH_BYTES = 2 * 1000**3  # a commit of at most ~2 GB: four 500 MB shards
 BATCH_FILES = 100
@@ -39,6 +40,11 @@ def git_blob_sha1(path: Path) -> str:
 
 class Target(Protocol):
     name: str
+    remote: bool  # a dataset repo on the hub (demo data never goes there)
+
+    def held_infos(self) -> list[DatasetInfo]:
+        """The dataset_info.json of every directory the repo already holds (local targets)."""
+        ...
 
     def holds(self, paths: set[str]) -> dict[str, tuple[str, str]]:
         """repo path -> (kind, digest) of those of `paths` the repo holds; kind 'sha256' or 'git-sha1'."""
@@ -62,6 +68,16 @@ class LocalHubTarget:
     name: str = "local"
     fail_after: int | None = None  # tests: files sent before a simulated dropped connection
     _sent: int = field(default=0, repr=False)
+    remote: bool = False
+
+    def held_infos(self) -> list[DatasetInfo]:
+        infos = []
+        for p in sorted(self.root.glob(f"*/{DATASET_INFO}")):
+            try:
+                infos.append(DatasetInfo.read(p))
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+        return infos
 
     def holds(self, paths: set[str]) -> dict[str, tuple[str, str]]:
         # Only the paths asked about: the folder may hold the whole dataset.
@@ -84,8 +100,12 @@ class HfHubTarget:
 
         self.repo_id = repo_id
         self.name = f"hub:{repo_id}"
+        self.remote = True
         self.api = api or HfApi(token=token, endpoint=endpoint)
         self._created = False
+
+    def held_infos(self) -> list[DatasetInfo]:
+        return []  # demo data is refused outright for a hub repo, so nothing can mix there
 
     def holds(self, paths: set[str]) -> dict[str, tuple[str, str]]:
         from huggingface_hub.errors import RepositoryNotFoundError
@@ -132,6 +152,27 @@ class UploadResult:
             "batches": self.batches,
             "retries": self.retries,
         }
+
+
+def refuse_demo(infos: list[DatasetInfo], target: Target) -> None:
+    """Demo data stays demo data: a build from the generated demo mirror is never uploaded to a
+    dataset repo, and no upload mixes demo and real directories. Raises UploadError saying what
+    to set; sends nothing."""
+    demo = sorted(i.directory for i in infos if i.demo)
+    if demo and target.remote:
+        raise UploadError(
+            f"refusing to upload {', '.join(demo)} to {target.name}: built from the generated demo "
+            "mirror (GUI_ASSETS_MIRROR was not set). Set GUI_ASSETS_MIRROR to a real mirror, or "
+            "GUI_ASSETS_SOURCE=hub, rebuild, then upload; or unset GUI_ASSETS_HUB_REPO to keep the demo "
+            "in <out>/hub/."
+        )
+    everything = {i.directory: i.demo for i in target.held_infos()} | {i.directory: i.demo for i in infos}
+    if len(set(everything.values())) > 1:
+        kinds = {d: "demo" if v else "real" for d, v in sorted(everything.items())}
+        raise UploadError(
+            f"refusing to upload to {target.name}: demo and real directories would mix ({kinds}); "
+            "rebuild everything from one mirror, or upload to an empty target"
+        )
 
 
 def _batches(files: list[tuple[str, Path]]) -> Iterable[list[tuple[str, Path]]]:

@@ -8,6 +8,7 @@ import pytest
 from gui_assets import defs
 from gui_assets.defs.factory import build_source_defs
 from gui_assets.sources import SOURCES
+from gui_assets_tests.conftest import asset_keys
 
 CHAIN = [
     "mind2web",
@@ -29,7 +30,8 @@ EXPECTED_GRAPH = {
     key: parents
     for s in PARTITIONS
     for key, parents in {
-        s: [],
+        f"{s}_upstream": [],  # observed, not built: what the hub (or mirror) holds now
+        s: [f"{s}_upstream"],
         f"{s}_episodes": [s],
         f"{s}_splits": [f"{s}_episodes"],
         f"{s}_shards": [f"{s}_splits"],
@@ -61,6 +63,18 @@ def graph() -> dg.AssetGraph:
 
 def test_definitions_load():
     dg.Definitions.validate_loadable(defs)
+
+
+def test_the_switches_are_off_by_default():
+    """Observing upstream and rebuilding on its moves are opt-in (Automation in the UI)."""
+    sensors = {s.name: s.default_status for s in defs.sensors}
+    assert sensors == {
+        "run_failure_alerts": dg.DefaultSensorStatus.RUNNING,
+        "observe_upstream": dg.DefaultSensorStatus.STOPPED,
+        "upstream_auto_rebuild": dg.DefaultSensorStatus.STOPPED,
+    }
+    jobs = {j.name for j in defs.jobs}
+    assert jobs == {f"{s}_observe_upstream" for s in PARTITIONS}
 
 
 def test_asset_keys_and_deps_are_pinned():
@@ -117,8 +131,9 @@ def test_every_source_spec_yields_exactly_its_chain_without_overlap():
     seen: set[str] = set()
     for spec in SOURCES:
         d = build_source_defs(spec)
-        keys = {k.to_user_string() for a in d.assets for k in a.keys}
+        keys = {k.to_user_string() for a in d.assets for k in asset_keys(a)}
         assert keys == {
+            f"{spec.name}_upstream",
             spec.name,
             *(f"{spec.name}_{s}" for s in ("episodes", "splits", "shards", "dataset_info", "upload")),
         }

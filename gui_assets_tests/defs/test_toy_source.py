@@ -19,7 +19,7 @@ from gui_assets.ir import POINT_MASK, ActionType, GuiEpisode, SourceRef, step_bu
 from gui_assets.layout import DatasetInfo
 from gui_assets.source_spec import SourceSpec
 from gui_assets.splits import shipped_split
-from gui_assets_tests.conftest import page_bytes
+from gui_assets_tests.conftest import asset_keys, page_bytes
 
 REPO = "toy-org/toy-repo"
 
@@ -101,14 +101,22 @@ def test_a_seventh_source_gets_its_chain_checks_card_row_preview_and_cua_lite_ex
     out = tmp_path / "out"
     defs = build_definitions([TOY])
     keys = {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
-    assert {"toy", "toy_episodes", "toy_splits", "toy_shards", "toy_dataset_info", "toy_upload"} <= keys
+    assert {
+        "toy_upstream",
+        "toy",
+        "toy_episodes",
+        "toy_splits",
+        "toy_shards",
+        "toy_dataset_info",
+        "toy_upload",
+    } <= keys
     resources = {
         "paths": GuiAssetsPaths(out=str(out), mirror=str(mirror)),
         "hub": HubResource(),
         "build": BuildSettings(preview_count=10),
         "alerts": AlertsResource(),
     }
-    chain = [a for a in defs.assets if all(k.path[0].startswith("toy") for k in a.keys)]
+    chain = [a for a in defs.assets if all(k.path[0].startswith("toy") for k in asset_keys(a))]
     with dg.instance_for_test() as instance:
         result = dg.materialize(
             [*chain, *defs.asset_checks], partition_key="alpha", resources=resources, instance=instance
