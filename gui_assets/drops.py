@@ -109,6 +109,11 @@ class DropReason(enum.StrEnum):
     EMPTY_SCROLL = ("empty_scroll", Unit.STEP, "a scroll that did not move the view")
     FAILED_CALL = ("failed_call", Unit.STEP, "a recorded call that raised an error")
     NO_FRAME = ("no_frame", Unit.STEP, "a call on a page with no screencast frame before it")
+    UNATTRIBUTED_CALL = (
+        "unattributed_call",
+        Unit.STEP,
+        "a call its trace ties to no page (no pageId, no snapshot) while the trace records several",
+    )
     NON_GUI_TOOL = ("non_gui_tool", Unit.STEP, "a tool call that is no GUI action (a shell, say)")
     NO_ACTION_EQUIVALENT = ("no_action_equivalent", Unit.STEP, "an action the action space cannot express")
     UNSAFE_ARCHIVE_MEMBER = ("unsafe_archive_member", Unit.STEP, "an absolute, `..` or symlink member")
@@ -127,6 +132,12 @@ class DropReason(enum.StrEnum):
     # --- events --------------------------------------------------------------------------
     MALFORMED_EVENT = ("malformed_event", Unit.EVENT, "a raw event that is not an object")
     MALFORMED_TRACE_EVENT = ("malformed_trace_event", Unit.EVENT, "a trace line that parses but is no event")
+    INVALID_TRACE_VALUE = (
+        "invalid_trace_value",
+        Unit.EVENT,
+        "a trace event whose time, point, box, size or params is mistyped, NaN, infinite, negative or "
+        "absurd (that value is not used)",
+    )
     MOUSEOVER = ("mouseover", Unit.EVENT, "a mouseover event (pointer noise unless pango_hover)")
     UNPAIRED_DRAG = ("unpaired_drag", Unit.EVENT, "a drag start or end without its other half")
 
@@ -141,6 +152,7 @@ class UngroundedReason(enum.StrEnum):
     OUTSIDE_VIEWPORT_X = "outside_viewport_x"
     NO_POINT = "no_point"
     GESTURE_OUTSIDE_FRAME = "gesture_outside_frame"
+    NO_VIEWPORT = "no_viewport"  # a point in CSS px on a frame whose CSS size nothing declares
 
 
 class Drop(Exception):

@@ -1,44 +1,74 @@
 """WebArena human demonstrations: Playwright trace archives joined to the task configs.
 
 Files (a mirror only: the traces are distributed outside the hub):
-    webarena/human_trajectories/<task_id>.zip     one Playwright trace per task
+    webarena/human_trajectories/<task_id>.zip     one Playwright trace per task: `trace.trace`, or
+                                                  the test runner's `test.trace` + `<n>-trace.trace`
     webarena/config_files/test.raw.json           the 812 task configs (intent, template, sites)
 
-Steps come from the trace's Playwright calls, in start order; each is observed through the last
-screencast frame of its page at or before the call started (o_t), and its point, in viewport
-CSS px, is rescaled to that frame (frames may be downscaled). Mapping:
-    click / tap / mouseClick            CLICK (clickCount 2 and dblclick: 'double_click' in desc)
-    dblclick                            CLICK
-    hover / mouseMove                   HOVER
-    check / uncheck / setChecked        CLICK ('check' / 'uncheck' in desc)
-    fill / type / keyboardType /        TYPE with the value; grounded at the element's box when
-      keyboardInsertText                the trace recorded one
-    press / keyboardPress               PRESS_ENTER for Enter, else PRESS_KEY with the key
-    selectOption                        SELECT with the chosen values, at the element's box
-    goto                                GOTO with the url
-    goBack / goForward / reload         PRESS_BACK / PRESS_KEY "alt+ArrowRight" / PRESS_KEY "F5"
-    mouseWheel                          SCROLL at the last pointer position on that page, the
-                                        content travelling opposite to deltaX/deltaY
-    dragAndDrop                         DRAG from its source point to its target point
-Every other call (waits, evaluations, queries, new pages, context setup) is not a user action:
-it makes no step and is counted in the episode's `ignored_calls`. A call that failed (its
-`after` has an error) is dropped as `failed_call`; a call on a page with no frame yet (the very
-first goto on about:blank) as `no_frame`; a pointer call with no point keeps its type, ungrounded.
-Typed values are kept in action_text as recorded (the dataset is the record) and never logged.
+Steps come from the trace's Playwright calls (format v3 to v10, read by playwright_trace), in
+start order; each is observed through the last screencast frame of its page at or before the
+call started (o_t). Its points, CSS px of the viewport, are placed on that frame by the CSS
+size the frame declares (its JPEG is downscaled; setViewportSize or a window without a fixed
+viewport resizes it), at one scale (a frame caught mid-resize holds the top-left part of what
+it declares), so a step is normalized against its own frame. A call is mapped by its
+protocol method, whatever SDK recorded it (Python `Locator.click`, Java `Frame.click` and
+JavaScript `page.click` are all `Frame.click`; Java's `Page.navigate` is `Frame.goto`):
+    click / tap / dblclick / mouseClick /   CLICK ('double_click' for dblclick and clickCount 2,
+      touchscreenTap                        'right_click' / 'middle_click' for those buttons)
+    hover / mouseMove                       HOVER
+    check / uncheck / setChecked            CLICK ('check' / 'uncheck' / 'set_checked' in desc)
+    fill / type / keyboardType /            TYPE with the value; grounded at the element's box when
+      keyboardInsertText                    the trace recorded one
+    press / keyboardPress                   PRESS_ENTER for Enter, else PRESS_KEY with the key
+    selectOption                            SELECT with the chosen values, at the element's box
+    goto                                    GOTO with the url
+    goBack / goForward / reload             PRESS_BACK / PRESS_KEY "alt+ArrowRight" / PRESS_KEY "F5"
+    mouseWheel                              SCROLL at the page's pointer (where its last call with a
+                                            point left it; Playwright's mouse starts at 0,0), the
+                                            content travelling opposite to deltaX/deltaY
+    dragAndDrop (Locator.dragTo)            DRAG from the source point to the target point, the
+                                            call's two `input` points (v4 on). A v3 trace keeps only
+                                            the drop point, and params.targetPosition is an offset in
+                                            the target element, not a screen point: that DRAG stays
+                                            ungrounded (`no_point`)
+A pointer call whose point cannot be placed keeps its type, ungrounded: `no_point` (none
+recorded), `no_viewport` (nothing declares its frame's CSS size), `outside_screenshot`.
 
-Limit: a scripted Playwright call that scrolls its target into view acts on a screen the trace
-may not show before the call; human traces are recorded by hand and scroll as separate steps.
-A missing or unreadable config file fails the partition by name.
+User actions this mapping has no step for (focus, blur, dispatchEvent, setInputFiles,
+selectText, scrollIntoViewIfNeeded, drop, keyboardDown / keyboardUp, mouseDown / mouseUp,
+Page.bringToFront, Page.close, Dialog.accept / dismiss) are counted by name in
+stats.ignored_calls (`Frame.focus`: class + method as the protocol names them, the same in
+every SDK; a line with no class + method is counted by its apiName); the episode attr
+`ignored_calls` is the same breakdown for that episode, as JSON. Every other call (waits,
+evaluations, queries, expect, routes, new pages, setViewportSize, context setup, tracing) is
+no user action and is not counted. A user call that failed (its `after` has an error) is
+dropped as `failed_call`; one on a page with no frame yet (the first goto on about:blank) as
+`no_frame`. Typed values are kept in action_text as recorded (the dataset is the record) and
+never logged.
+
+Limits: a scripted call that scrolls its target into view acts on a screen the trace may not
+show before the call (a drag's target, too); human traces are recorded by hand and scroll as
+separate steps. mouseDown, mouseMove, mouseUp made by hand are not joined into one DRAG: the
+moves are HOVERs and the presses are counted. A missing or unreadable config file fails the
+partition by name.
 
 Drop reasons:
     task_not_in_config        a trace whose task_id the configs do not hold
     truncated_archive         a trace zip that cannot be opened
-    missing_trace             a zip with no trace events in it
-    malformed_trace_event     a trace line that parses but is no event
+    missing_trace             a zip with no `*.trace` member
+    malformed_json            a trace line that is no JSON (a torn last line)
+    malformed_trace_event     a trace line with a missing or unknown type, a required field
+                              missing, or an input / after of no call
+    invalid_trace_value       a trace event with a mistyped, NaN, infinite, negative or absurd
+                              time, point, box, size or params (that value is not used)
     failed_call               a user call whose `after` carries an error
+    unattributed_call         a user call no pageId or snapshot ties to one of the trace's pages
     no_frame                  a call on a page with no screencast frame before it
+    malformed_step            a user call whose params cannot make its step (a wheel without
+                              numeric deltas, a press without a key, a goto without a url)
+    empty_scroll              a wheel turned by zero in both directions
     missing_screenshot        a frame the archive does not hold
-    unsafe_archive_member     the archive's refusals of a frame member
+    unsafe_archive_member     the archive's refusals of a trace or frame member
     encrypted_archive_member
     unsupported_compression
     archive_member_too_large
@@ -52,16 +82,17 @@ Drop reasons:
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from gui_assets import archives, assembly
 from gui_assets.adapters import playwright_trace
-from gui_assets.adapters.playwright_trace import Call, Trace, open_trace
+from gui_assets.adapters.playwright_trace import Call, Point, Size, Trace, number, open_trace
 from gui_assets.archives import ZipImages
 from gui_assets.assembly import AdapterRun, Steps
-from gui_assets.cursor import SCREEN_CENTRE
 from gui_assets.drops import Drop, DropReason, UngroundedReason
 from gui_assets.ir import (
     POINT_MASK,
@@ -72,6 +103,7 @@ from gui_assets.ir import (
     Observation,
     SourceRef,
     step_builder,
+    wheel_gesture,
     wheel_step,
 )
 from gui_assets.mirror import RawInputError, RawPartition
@@ -84,9 +116,11 @@ TRACES = "human_trajectories/"
 DROPS = frozenset(
     {
         DropReason.TASK_NOT_IN_CONFIG,
-        DropReason.MALFORMED_TRACE_EVENT,
         DropReason.FAILED_CALL,
+        DropReason.UNATTRIBUTED_CALL,
         DropReason.NO_FRAME,
+        DropReason.MALFORMED_STEP,
+        DropReason.EMPTY_SCROLL,
         DropReason.MISSING_SCREENSHOT,
     }
     | playwright_trace.DROPS
@@ -94,7 +128,8 @@ DROPS = frozenset(
     | archives.MEMBER_DROPS
     | assembly.DROPS
 )
-_CLICK = {"click", "tap", "mouseclick", "dblclick"}
+ORIGIN: Point = (0.0, 0.0)  # where Playwright's mouse is before a call moves it
+_CLICK = {"click", "tap", "dblclick", "mouseclick", "touchscreentap"}
 _HOVER = {"hover", "mousemove"}
 _CHECK = {"check": "check", "uncheck": "uncheck", "setchecked": "set_checked"}
 _TYPE = {"fill", "type", "keyboardtype", "keyboardinserttext"}
@@ -104,16 +139,23 @@ _NAV = {
     "goforward": (ActionType.PRESS_KEY, "alt+ArrowRight"),
     "reload": (ActionType.PRESS_KEY, "F5"),
 }
-# Every call that is a user action; anything else a trace records is not a step.
-USER_METHODS = (
-    _CLICK
-    | _HOVER
-    | set(_CHECK)
-    | _TYPE
-    | _PRESS
-    | set(_NAV)
-    | {"selectoption", "goto", "mousewheel", "dragandrop"}
+# User actions with no step, counted by name: these methods on any class, and those of one class.
+UNCONVERTED = frozenset(
+    {
+        "focus",
+        "blur",
+        "dispatchevent",
+        "setinputfiles",
+        "selecttext",
+        "scrollintoviewifneeded",
+        "drop",
+        "keyboarddown",
+        "keyboardup",
+        "mousedown",
+        "mouseup",
+    }
 )
+UNCONVERTED_OF = {"page": frozenset({"bringtofront", "close"}), "dialog": frozenset({"accept", "dismiss"})}
 
 
 def file_patterns(partition: str) -> list[str]:
@@ -147,8 +189,8 @@ def episodes(run: AdapterRun) -> Iterator[GuiEpisode]:
         except Drop as e:
             run.drop(e.reason)
             continue
-        if trace.malformed_events:
-            run.drop(DropReason.MALFORMED_TRACE_EVENT, trace.malformed_events)
+        for reason, n in sorted(trace.refused.items()):
+            run.drop(reason, n)
         try:
             episode = _episode(run, f.path, task_id, cfg, archive, trace)
         finally:
@@ -157,48 +199,28 @@ def episodes(run: AdapterRun) -> Iterator[GuiEpisode]:
             yield episode
 
 
-def _observation(
-    archive: ZipImages, trace: Trace, call: Call, run: AdapterRun
-) -> tuple[Observation, float, float]:
-    """The frame the call acted on, and the CSS px -> frame px scale."""
-    frame = trace.frame_before(call.page or "", call.start)
-    if frame is None:
-        raise Drop(DropReason.NO_FRAME, f"{call.method} at {call.start} ms")
-    if frame.member not in archive.members and frame.member not in archive.refused:
-        raise Drop(DropReason.MISSING_SCREENSHOT, frame.member)
-    obs = run.observe(archive.read(frame.member))  # a refused member raises its reason
-    vw, vh = trace.viewport_of(call.page or "")
-    return obs, obs.width / vw, obs.height / vh
-
-
-def _norm(p: tuple[float, float], sx: float, sy: float, w: int, h: int) -> tuple[float, float] | None:
-    x, y = p[0] * sx / w, p[1] * sy / h
-    return (x, y) if 0 <= x <= 1 and 0 <= y <= 1 else None
+def is_unconverted(call: Call) -> bool:
+    """A user action this mapping makes no step for (counted, never passed over)."""
+    return call.verb in UNCONVERTED or call.verb in UNCONVERTED_OF.get(call.owner, ())
 
 
 def _episode(
     run: AdapterRun, path: str, task_id: str, cfg: dict[str, Any], archive: ZipImages, trace: Trace
 ) -> GuiEpisode | None:
-    raw = run.raw
     steps = Steps()
-    ignored = 0
-    mouse: dict[str, tuple[float, float]] = {}  # per page: where the pointer is, CSS px
+    ignored: Counter[str] = Counter()
+    pointer: dict[str, Point] = {}  # per page: where the last call with a point left the mouse
     for call in trace.calls:
-        method = call.method.lower()
-        if method not in USER_METHODS:
-            ignored += 1
-            continue
-        try:
-            if call.error:
-                raise Drop(DropReason.FAILED_CALL)
-            obs, sx, sy = _observation(archive, trace, call, run)
-        except Drop as e:
-            run.drop(e.reason)
-            continue
-        ref = SourceRef(raw.repo_id, raw.revision, path, member=f"trace.trace#{call.call_id}")
-        steps.add(_step(call, method, obs, sx, sy, mouse, ref))
-        if call.point is not None and call.page:
-            mouse[call.page] = call.point
+        if call.verb in USER_METHODS:
+            try:
+                steps.add(_convert(run, path, archive, trace, call, pointer.get(call.page or "", ORIGIN)))
+            except Drop as e:
+                run.drop(e.reason)
+        elif is_unconverted(call):
+            ignored[call.name] += 1
+        if call.page and call.point is not None:
+            pointer[call.page] = call.point
+    run.stats.ignored_calls.update(ignored)
     sites = cfg.get("sites") or []
     return run.episode(
         task_id,
@@ -212,7 +234,7 @@ def _episode(
             "sites": json.dumps(sites),
             "eval_types": json.dumps(_eval_types(cfg.get("eval"))),
             "trace_version": str(trace.version),
-            "ignored_calls": str(ignored),
+            "ignored_calls": json.dumps(dict(sorted(ignored.items()))),
             "success": "unknown",
         },
     )
@@ -223,79 +245,176 @@ def _eval_types(value: Any) -> list[Any]:
     return types if isinstance(types, list) else []
 
 
-def _step(
-    call: Call,
-    method: str,
-    obs: Observation,
-    sx: float,
-    sy: float,
-    mouse: dict[str, tuple[float, float]],
-    ref: SourceRef,
+def _convert(
+    run: AdapterRun, path: str, archive: ZipImages, trace: Trace, call: Call, pointer: Point
 ) -> GuiStep:
-    w, h = obs.width, obs.height
+    """The step of a user call, observed through the frame it acted on; a Drop otherwise."""
+    if call.error:
+        raise Drop(DropReason.FAILED_CALL)
+    if call.page is None:
+        raise Drop(DropReason.UNATTRIBUTED_CALL, f"{call.name} at {call.start} ms")
+    frame = trace.frame_before(call.page, call.start)
+    if frame is None:
+        raise Drop(DropReason.NO_FRAME, f"{call.name} at {call.start} ms")
+    if frame.member not in archive.members and frame.member not in archive.refused:
+        raise Drop(DropReason.MISSING_SCREENSHOT, frame.member)
+    obs: Observation = run.observe(archive.read(frame.member))  # a refused member raises its reason
+    ref = SourceRef(run.raw.repo_id, run.raw.revision, path, member=f"{call.source}#{call.call_id}")
+    canvas = _Canvas(step_builder(obs, ref), _unit(trace.css_size(frame, call), obs.width, obs.height))
+    return _MAKERS[call.verb](call, canvas, pointer)
+
+
+def _unit(css: Size | None, width: int, height: int) -> tuple[float, float] | None:
+    """What one CSS px is as a share of a `width` x `height` frame showing a `css` viewport.
+
+    The screencast scales the viewport by one factor to fit its JPEG. A frame taken while the
+    viewport was resized declares the new size but holds only its top-left part (seen here:
+    1200x700 declared, 800x409 stored, drawn at 800/1200), so its short side is cut, not
+    squeezed: the factor is the larger of the two ratios (the same one, to rounding, on every
+    other frame)."""
+    if css is None:
+        return None
+    scale = max(width / css[0], height / css[1])
+    return scale / width, scale / height
+
+
+@dataclass(frozen=True, slots=True)
+class _Canvas:
+    """One call's frame: its step maker and what one CSS px is as a share of the frame (None
+    when nothing declares the CSS size the frame shows)."""
+
+    make: Callable[..., GuiStep]
+    unit: tuple[float, float] | None
+
+    def place(self, *points: Point | None) -> tuple[Point, ...] | UngroundedReason:
+        """The points as shares of the frame, or why they cannot be placed on it."""
+        if any(p is None for p in points):
+            return UngroundedReason.NO_POINT
+        if self.unit is None:
+            return UngroundedReason.NO_VIEWPORT
+        placed = tuple((p[0] * self.unit[0], p[1] * self.unit[1]) for p in points if p is not None)
+        if not all(0 <= x <= 1 and 0 <= y <= 1 for x, y in placed):
+            return UngroundedReason.OUTSIDE_SCREENSHOT
+        return placed
+
+    def at(self, kind: ActionType, point: Point | None, text: str = "", name: str = "") -> GuiStep:
+        placed = self.place(point)
+        if isinstance(placed, UngroundedReason):
+            return self.make(kind, text=text, name=name, ungrounded=placed)
+        return self.make(kind, placed[0], POINT_MASK, text, name)
+
+
+def _param_point(params: dict[str, Any]) -> Point | None:
+    """The x, y a mouse or touchscreen call was given (CSS px), when the trace has no input point."""
+    x, y = number(params.get("x"), 0.0), number(params.get("y"), 0.0)
+    return (x, y) if x is not None and y is not None else None
+
+
+def _text(value: Any) -> str:
+    """A typed or chosen value as text: a string, or a number; nothing else is rendered."""
+    if value is None or isinstance(value, str):
+        return value or ""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    raise Drop(DropReason.MALFORMED_STEP, "a value that is no text")
+
+
+def _click(call: Call, c: _Canvas, pointer: Point) -> GuiStep:
     p = call.params
+    button = p.get("button")
+    if call.verb == "dblclick" or p.get("clickCount") == 2:
+        name = "double_click"
+    else:
+        name = f"{button}_click" if button in ("right", "middle") else "click"
+    return c.at(ActionType.CLICK, call.point or _param_point(p), name=name)
 
-    make = step_builder(obs, ref)
 
-    def at(kind: ActionType, point: tuple[float, float] | None, text: str = "", name: str = "") -> GuiStep:
-        if point is None:
-            return make(kind, text=text, name=name, ungrounded=UngroundedReason.NO_CANDIDATE)
-        norm = _norm(point, sx, sy, w, h)
-        if norm is None:
-            return make(kind, text=text, name=name, ungrounded=UngroundedReason.OUTSIDE_SCREENSHOT)
-        return make(kind, norm, POINT_MASK, text, name)
+def _hover(call: Call, c: _Canvas, pointer: Point) -> GuiStep:
+    return c.at(ActionType.HOVER, call.point or _param_point(call.params))
 
-    point = call.point
-    if point is None and method == "mouseclick" and isinstance(p.get("x"), int | float):
-        point = (float(p["x"]), float(p["y"]))
-    box_centre = (call.box[0] + call.box[2] / 2, call.box[1] + call.box[3] / 2) if call.box else None
-    if method in _CLICK:
-        double = method == "dblclick" or p.get("clickCount") == 2
-        return at(ActionType.CLICK, point, name="double_click" if double else "click")
-    if method in _HOVER:
-        if point is None and isinstance(p.get("x"), int | float):
-            point = (float(p["x"]), float(p["y"]))
-        return at(ActionType.HOVER, point)
-    if method in _CHECK:
-        return at(ActionType.CLICK, point, name=_CHECK[method])
-    if method in _TYPE:
-        text = p.get("value", p.get("text", ""))
-        text = text if isinstance(text, str) else str(text)
-        return at(ActionType.TYPE, box_centre, text) if box_centre else make(ActionType.TYPE, text=text)
-    if method in _PRESS:
-        key = str(p.get("key", ""))
-        return make(
-            ActionType.PRESS_ENTER if key in ("Enter", "NumpadEnter") else ActionType.PRESS_KEY, text=key
-        )
-    if method == "selectoption":
-        values = (call.result or {}).get("values") if isinstance(call.result, dict) else None
-        if not values:
-            values = (
-                [
-                    o.get("valueOrLabel") or o.get("value") or o.get("label")
-                    for o in p.get("options", [])
-                    if isinstance(o, dict)
-                ]
-                or p.get("values")
-                or []
-            )
-        return at(ActionType.SELECT, box_centre or point, ", ".join(str(v) for v in values))
-    if method == "goto":
-        return make(ActionType.GOTO, text=str(p.get("url", "")))
-    if method in _NAV:
-        kind, key = _NAV[method]
-        return make(kind, text=key, name=method)
-    if method == "mousewheel":
-        dx, dy = float(p.get("deltaX") or 0), float(p.get("deltaY") or 0)
-        start = mouse.get(call.page or "")
-        at_pointer = _norm(start, sx, sy, w, h) if start else None
-        x, y = at_pointer or SCREEN_CENTRE  # the wheel turns where the pointer is
-        return wheel_step(make, (x, y), (dx, dy), (sx / w, sy / h))
-    # dragAndDrop: the trace records the source point; the target point comes in its params
-    target = p.get("targetPosition") if isinstance(p.get("targetPosition"), dict) else None
-    if point is None or target is None:
-        return make(ActionType.DRAG, ungrounded=UngroundedReason.NO_CANDIDATE)
-    a, b = _norm(point, sx, sy, w, h), _norm((float(target["x"]), float(target["y"])), sx, sy, w, h)
-    if a is None or b is None:
-        return make(ActionType.DRAG, ungrounded=UngroundedReason.OUTSIDE_SCREENSHOT)
-    return make(ActionType.DRAG, (*a, *b), SPAN_MASK)
+
+def _check(call: Call, c: _Canvas, pointer: Point) -> GuiStep:
+    return c.at(ActionType.CLICK, call.point, name=_CHECK[call.verb])
+
+
+def _type(call: Call, c: _Canvas, pointer: Point) -> GuiStep:
+    text = _text(call.params.get("value", call.params.get("text")))
+    if call.box is None:  # typed into whatever has focus: no element recorded, no location claimed
+        return c.make(ActionType.TYPE, text=text)
+    x, y, w, h = call.box
+    return c.at(ActionType.TYPE, (x + w / 2, y + h / 2), text)
+
+
+def _press(call: Call, c: _Canvas, pointer: Point) -> GuiStep:
+    key = call.params.get("key")
+    if not isinstance(key, str) or not key:
+        raise Drop(DropReason.MALFORMED_STEP, f"{call.name} without a key")
+    kind = ActionType.PRESS_ENTER if key in ("Enter", "NumpadEnter") else ActionType.PRESS_KEY
+    return c.make(kind, text=key)
+
+
+def _select(call: Call, c: _Canvas, pointer: Point) -> GuiStep:
+    result, p = call.result, call.params
+    values = result.get("values") if isinstance(result, dict) else None
+    if not isinstance(values, list) or not values:
+        options = p.get("options") if isinstance(p.get("options"), list) else []
+        values = [
+            o.get("valueOrLabel") or o.get("value") or o.get("label") for o in options if isinstance(o, dict)
+        ]
+        values = values or (p.get("values") if isinstance(p.get("values"), list) else [])
+    text = ", ".join(_text(v) for v in values if isinstance(v, str | int | float) and not isinstance(v, bool))
+    box = call.box
+    return c.at(ActionType.SELECT, (box[0] + box[2] / 2, box[1] + box[3] / 2) if box else call.point, text)
+
+
+def _goto(call: Call, c: _Canvas, pointer: Point) -> GuiStep:
+    url = call.params.get("url")
+    if not isinstance(url, str) or not url:
+        raise Drop(DropReason.MALFORMED_STEP, f"{call.name} without a url")
+    return c.make(ActionType.GOTO, text=url)
+
+
+def _nav(call: Call, c: _Canvas, pointer: Point) -> GuiStep:
+    kind, key = _NAV[call.verb]
+    return c.make(kind, text=key, name=call.verb)
+
+
+def _wheel(call: Call, c: _Canvas, pointer: Point) -> GuiStep:
+    """SCROLL at the page's pointer; the content travels opposite to the deltas."""
+    p, limit = call.params, playwright_trace.MAX_CSS_PX
+    dx, dy = number(p.get("deltaX", 0), -limit), number(p.get("deltaY", 0), -limit)
+    if dx is None or dy is None:
+        raise Drop(DropReason.MALFORMED_STEP, f"{call.name} without numeric deltas")
+    if dx == dy == 0:
+        raise Drop(DropReason.EMPTY_SCROLL)
+    placed = c.place(pointer)
+    if isinstance(placed, UngroundedReason) or c.unit is None:
+        direction = wheel_gesture((0.5, 0.5), (dx, dy), (0.0, 0.0))[1]
+        reason = placed if isinstance(placed, UngroundedReason) else UngroundedReason.NO_VIEWPORT
+        return c.make(ActionType.SCROLL, desc=f"scroll({direction})", ungrounded=reason)
+    return wheel_step(c.make, placed[0], (dx, dy), c.unit)
+
+
+def _drag(call: Call, c: _Canvas, pointer: Point) -> GuiStep:
+    placed = c.place(*call.drag_points())
+    if isinstance(placed, UngroundedReason):
+        return c.make(ActionType.DRAG, ungrounded=placed)
+    (x1, y1), (x2, y2) = placed
+    return c.make(ActionType.DRAG, (x1, y1, x2, y2), SPAN_MASK)
+
+
+_Maker = Callable[[Call, _Canvas, Point], GuiStep]
+_MAKERS: dict[str, _Maker] = {
+    **dict.fromkeys(_CLICK, _click),
+    **dict.fromkeys(_HOVER, _hover),
+    **dict.fromkeys(_CHECK, _check),
+    **dict.fromkeys(_TYPE, _type),
+    **dict.fromkeys(_PRESS, _press),
+    **dict.fromkeys(_NAV, _nav),
+    "selectoption": _select,
+    "goto": _goto,
+    "mousewheel": _wheel,
+    "draganddrop": _drag,
+}
+# Every call that is a user action with a step (protocol methods, lower case).
+USER_METHODS = frozenset(_MAKERS)

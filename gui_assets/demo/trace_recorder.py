@@ -2,7 +2,9 @@
 
 Used by the tests (when chromium is present) and to make the demo mirror's WebArena traces,
 which ship in `demo/data/webarena/`: `python -m gui_assets.demo.trace_recorder OUT_DIR`.
-The script acts like a person would: it scrolls before clicking below the fold.
+The script acts like a person would: it scrolls before clicking below the fold. The board
+page lays its boxes out at fixed CSS px (`BOARD`), so tests check recorded points against the
+page's own layout.
 """
 
 from __future__ import annotations
@@ -37,7 +39,18 @@ PAGES = {
 <button id="more">Load more</button></main></body></html>""",
     "deals.html": f"""<!doctype html><html><head><style>{_STYLE}</style></head><body>
 <header>Deals</header><main><button id="claim">Claim coupon</button></main></body></html>""",
+    # Fixed geometry (CSS px) the tests check points against: BOARD names each box.
+    "board.html": """<!doctype html><html><head><style>body{margin:0;font-family:sans-serif}
+div,input{position:absolute;box-sizing:border-box}#card{background:#c44;color:#fff}
+#zone{background:#4a4;border:3px dashed #262}#note{border:2px solid #889}</style></head><body>
+<div id="card" draggable="true" style="left:60px;top:80px;width:100px;height:60px">card</div>
+<div id="zone" style="left:600px;top:380px;width:200px;height:120px">drop here</div>
+<input id="note" style="left:300px;top:40px;width:240px;height:32px"> <input id="file" type="file"
+style="left:300px;top:120px"><script>const z=document.getElementById('zone');
+z.addEventListener('dragover',e=>e.preventDefault());
+z.addEventListener('drop',e=>{e.preventDefault();z.textContent='dropped'})</script></body></html>""",
 }
+BOARD = {"card": (60, 80, 100, 60), "zone": (600, 380, 200, 120), "note": (300, 40, 240, 32)}  # x, y, w, h
 
 
 @contextlib.contextmanager
@@ -104,22 +117,32 @@ def shop_session(page: Any, context: Any, base: str, query: str) -> None:
 
 
 def record(
-    out: Path, session: Callable[[Any, Any, str], None], viewport: tuple[int, int] = (1024, 640)
+    out: Path,
+    session: Callable[[Any, Any, str], None],
+    viewport: tuple[int, int] | None = (1024, 640),
+    window: tuple[int, int] | None = None,
+    screenshots: bool = True,
+    snapshots: bool = True,
 ) -> Path:
-    """Record one trace archive of `session(page, context, base_url)` into `out`."""
+    """Record one trace archive of `session(page, context, base_url)` into `out`.
+
+    viewport None records a context with noDefaultViewport (the page is the window, `window`
+    sized); screenshots / snapshots are tracing.start's own switches."""
     from playwright.sync_api import sync_playwright  # a test dependency, imported only here
 
     work = out.parent / f".{out.stem}-site"
     work.mkdir(parents=True, exist_ok=True)
+    args = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"]
+    if window:
+        args.append(f"--window-size={window[0]},{window[1]}")
     try:
         with serve(work) as base, sync_playwright() as p:
-            browser = p.chromium.launch(
-                executable_path=CHROMIUM,
-                headless=True,
-                args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"],
-            )
-            context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]})
-            context.tracing.start(screenshots=True, snapshots=True)
+            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=args)
+            if viewport is None:
+                context = browser.new_context(no_viewport=True)
+            else:
+                context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]})
+            context.tracing.start(screenshots=screenshots, snapshots=snapshots)
             page = context.new_page()
             session(page, context, base)
             context.tracing.stop(path=str(out))

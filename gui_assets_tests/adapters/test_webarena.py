@@ -1,5 +1,8 @@
 """WebArena: Playwright traces (v3 to v10) joined to the task configs, on real recorded traces.
 
+More trace shapes: test_playwright_shapes.py (hand-made), test_playwright_recorded.py (recorded
+here), test_playwright_robustness.py (bad values).
+
 The demo's traces are real recordings shipped with the package; tests that record new ones drive
 Debian's chromium with Playwright and run wherever chromium is installed (.ci/run installs it).
 """
@@ -18,6 +21,7 @@ from gui_assets.adapters import webarena
 from gui_assets.adapters.playwright_trace import open_trace, read_trace
 from gui_assets.archives import ZipImages
 from gui_assets.demo import trace_recorder
+from gui_assets.drops import DropReason
 from gui_assets.ir import POINT_MASK, ActionType
 from gui_assets.mirror import RawInputError
 from gui_assets.pipeline import RawSettings, build_directory
@@ -71,13 +75,15 @@ def lines(*events: dict) -> bytes:
 def test_a_real_v10_trace_maps_calls_to_pages_and_frames():
     archive, trace = open_trace(DEMO / "274.zip")
     try:
-        assert trace.version >= 10 and trace.viewport == (1024, 640)
+        assert trace.version >= 10 and not trace.refused
         user = [c for c in trace.calls if c.method in ("click", "fill", "dblclick", "mouseWheel")]
         assert user and all(c.page for c in user)  # v10 has no before.pageId: joined via snapshots
         assert len({c.page for c in user}) == 2  # the deals tab is a second page
+        assert {c.viewport for c in trace.calls} == {(1024.0, 640.0)}  # context-options
         for c in user:
             frame = trace.frame_before(c.page, c.start)
             assert frame is not None and frame.time <= c.start and frame.member in archive.members
+            assert trace.css_size(frame, c) == (1024.0, 640.0)  # declared by the frame (its JPEG: 800x500)
     finally:
         archive.close()
 
@@ -139,11 +145,13 @@ def test_legacy_v3_and_v4_events_read_alike(tmp_path):
         (call,) = trace.calls
         assert (call.method, call.page, call.point) == ("click", "p1", (400.0, 300.0))
         assert trace.frame_before("p1", call.start).member == "aa11"
+        assert trace.refused == {DropReason.MALFORMED_JSON: 1}  # the torn line, counted
         z.close()
 
 
 def test_downscaled_frames_rescale_points(tmp_path):
-    """Older Playwright fits frames into 800x600: a CSS point is scaled onto the frame."""
+    """Playwright fits frames into 800 px and declares the CSS size they show: a CSS point is
+    scaled onto the smaller JPEG. Internal calls are not counted; unconverted user calls are."""
     frame = page_bytes(800, 500)
     trace = lines(
         {"type": "context-options", "version": 5, "options": {"viewport": {"width": 1600, "height": 1000}}},
@@ -151,8 +159,8 @@ def test_downscaled_frames_rescale_points(tmp_path):
             "type": "screencast-frame",
             "pageId": "p1",
             "sha1": "f1",
-            "width": 800,
-            "height": 500,
+            "width": 1600,
+            "height": 1000,
             "timestamp": 1,
         },
         {
@@ -186,13 +194,26 @@ def test_downscaled_frames_rescale_points(tmp_path):
             "pageId": "p1",
         },
         {"type": "after", "callId": "c3", "endTime": 31, "error": {"error": {"message": "Timeout 30000ms"}}},
+        {
+            "type": "before",
+            "callId": "c4",
+            "startTime": 40,
+            "class": "Frame",
+            "method": "focus",
+            "params": {"selector": "#q"},
+            "pageId": "p1",
+        },
+        {"type": "after", "callId": "c4", "endTime": 41},
     )
     mirror = mirror_with(tmp_path, {"7.zip": zip_of({"trace.trace": trace, "resources/f1": frame})}, [7])
     (ep,), stats = run(mirror, tmp_path)
     (step,) = ep.steps
     assert step.params[:2] == pytest.approx((0.25, 0.3)) and step.mask == POINT_MASK
     assert (step.observation.width, step.observation.height) == (800, 500)
-    assert stats.drops == {"failed_call": 1} and ep.attrs["ignored_calls"] == "1"
+    assert stats.drops == {"failed_call": 1}
+    assert stats.ignored_calls == {"Frame.focus": 1} and json.loads(ep.attrs["ignored_calls"]) == {
+        "Frame.focus": 1
+    }
 
 
 # --- the adapter on the demo's real traces -----------------------------------------------
@@ -225,6 +246,7 @@ def test_one_step_per_user_action_in_order(demo_mirror, tmp_path):
     assert ep.steps[6].params[:2] == pytest.approx(ep.steps[5].params[:2])  # the wheel turns at the pointer
     assert not ep.success and ep.attrs["success"] == "unknown"
     assert stats.drops == {"no_frame": 2, "task_not_in_config": 1, "truncated_archive": 1}
+    assert stats.ignored_calls == {} and ep.attrs["ignored_calls"] == "{}"  # waits and new pages: internal
 
 
 def test_every_grounded_point_is_on_its_element_in_the_frame(demo_mirror, tmp_path):
@@ -241,7 +263,7 @@ def test_every_grounded_point_is_on_its_element_in_the_frame(demo_mirror, tmp_pa
             call = calls[s.ref.member.split("#", 1)[1]]
             if not s.grounded or s.action_type == ActionType.SCROLL or call.box is None:
                 continue
-            vw, vh = trace.viewport_of(call.page)
+            vw, vh = trace.css_size(trace.frame_before(call.page, call.start), call)
             fx, fy = s.observation.width / vw, s.observation.height / vh
             x, y = s.params[0] * s.observation.width, s.params[1] * s.observation.height
             bx, by, bw, bh = call.box
