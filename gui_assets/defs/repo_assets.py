@@ -111,15 +111,22 @@ def _cua_lite_asset(info_keys: list[dg.AssetKey]) -> dg.AssetsDefinition:
         "strings, coordinates in [0, 1000]) for cua-lite's SFT export.",
         **COMMON,
     )
-    def cua_lite_export_asset(paths: GuiAssetsPaths) -> dg.MaterializeResult:
-        r = cua_lite.write_export(paths.out_dir())
+    def cua_lite_export_asset(paths: GuiAssetsPaths, build: BuildSettings) -> dg.MaterializeResult:
+        r = cua_lite.write_export(paths.out_dir(), build.cua_lite_evaluation_as_validation)
+        root = Path(r["root"])
         return dg.MaterializeResult(
             metadata={
                 "path": dg.MetadataValue.path(r["root"]),
                 "files": dg.MetadataValue.json(r["files"]),
                 "episodes": sum(r["files"].values()),
+                "left_out": dg.MetadataValue.json(r["left_out"]),
+                "truncated": dg.MetadataValue.json(r["truncated"]),
+                "directories": dg.MetadataValue.json(r["directories"]),
+                "removed": dg.MetadataValue.json(r["removed"]),
+                "evaluation_as_validation": build.cua_lite_evaluation_as_validation,
             },
-            data_version=dg.DataVersion(digest(r["files"])),
+            # The rows' bytes, not their counts: a change inside a row is a new version.
+            data_version=dg.DataVersion(digest({f: file_digest(root / f) for f in sorted(r["files"])})),
         )
 
     return cua_lite_export_asset

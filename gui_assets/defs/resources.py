@@ -98,6 +98,9 @@ class BuildSettings(dg.ConfigurableResource):
     pango_hover: bool = False
     # Everything the shard writer holds decoded at once; a page needing more is left out by name.
     decode_budget_mb: int = 512
+    # The cua-lite export leaves a benchmark's evaluation tasks (WebArena's) out; true exports
+    # them as validation (never as train).
+    cua_lite_evaluation_as_validation: bool = False
     preview_count: int = 665
     preview_seed: int = 0
     # Threads that decode and deflate frames in a shard-writing step (not an output knob);

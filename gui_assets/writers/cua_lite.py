@@ -3,17 +3,33 @@
     <out>/cua_lite/cua-lite/GuiAgent/images/<sha256[:2]>/<sha256>.<ext>      content-addressed frames
     <out>/cua_lite/cua-lite/GuiAgent/<platform>/use/<split>/<directory>.parquet
 
-Rows hold `images` (paths relative to `<out>/cua_lite`), `messages` and `metadata` as JSON
-strings, coordinates as integers in [0, 1000], so cua-lite's SFT export (and this project's
-Lite.CUAGym adapter) read them. An observation that is a whole screenshot keeps its original
-bytes; a window of one (Mind2Web's viewport slices) is cropped and stored as PNG.
+One row per episode: `images` (paths relative to `<out>/cua_lite`), `messages` and `metadata` as
+JSON strings, in the shape cua-lite's publish gate accepts. `metadata` holds exactly
+metadata_kind, dims (`[platform, "use"]`, the path's), extra_tool_schemas (the platform's
+standalone tools in cua-lite's nested shape), valid_actions (null) and others (ids, source,
+outcome; never a split). The user turn shows the first screen and the instruction; each
+assistant turn is one tool call (`call_0000`, ...), its dataset reasoning in `inline_reasoning`
+and its step's desc in `action_description` parts; the `tool` result after a non-finish call
+shows the next screen; the row ends on an assistant turn. An observation that is a whole
+screenshot keeps its original bytes; a window of one (Mind2Web's viewport slices) is cropped and
+stored as PNG. How steps become calls, how a row finishes and the rule for a step cua-lite cannot
+express are in `cua_lite_actions`; key names in `cua_lite_keys`.
 
-Each step is one `computer` call; its observation is the screen shown before it (the user
-turn's image for step 0, the tool message after the previous call for the others). Where
-cua-lite has no verb: SELECT is a click at the element (the option in the call's
-action_description), a grounded TYPE loses its point (cua-lite types at the focus), GOTO is
-ctrl+l then typing the url and Enter, PRESS_BACK is alt+left, PRESS_HOME home; STOP and FAIL
-are the terminate tool. Main shards export as split `train`, holdout shards as `validation`.
+Splits: cua-lite's only splits are `train` and `validation`, and its reader takes a file under
+any other folder as training data, so only those two folders are written (and stale parquet
+files of an earlier export are removed). By the directory's `build.source.split_role`: a
+"train" directory's main shards -> train, its holdout (`_val_`) shards -> validation; a
+"validation" directory (a benchmark's test or validation split) -> validation; an "evaluation"
+directory (a benchmark's evaluation tasks) is left out, or exported as validation when
+`evaluation_as_validation` asks for it, never as train. A directory built before split roles
+were recorded has no role: it is split by its holdout only (main -> train), and reported with
+`split_role: null` so it can be rebuilt.
+
+Left out and counted (the `left_out` result, by reason): episodes of an evaluation directory
+(`evaluation_split`), of a directory whose platform is not recorded (`unknown_platform`) or is
+`mobile` (`unsupported_platform`: this export writes the desktop/browser action set only), and
+episodes with no assistant turn (`no_action`); steps by the reasons in `cua_lite_actions`; key
+chords by the reasons in `cua_lite_keys`. `truncated` counts the rows that end early, by reason.
 """
 
 from __future__ import annotations
@@ -21,6 +37,8 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,72 +49,40 @@ from PIL import Image
 from gui_assets.atomic import atomic_path, atomic_write_bytes
 from gui_assets.episode_store import ImageStore, iter_episodes
 from gui_assets.images import decode_rgb
-from gui_assets.ir import ActionType, GuiEpisode, GuiStep, view_direction
-from gui_assets.layout import OutLayout, built_directories
+from gui_assets.ir import GuiEpisode, GuiStep
+from gui_assets.layout import DatasetInfo, OutLayout, built_directories
+from gui_assets.source_spec import SPLIT_ROLES
 from gui_assets.splits import VAL
+from gui_assets.writers.cua_lite_actions import (
+    DONE,
+    FINISH_TOOLS,
+    PLATFORM_TOOLS,
+    Call,
+    RowPlan,
+    extra_tool_schemas,
+    plan_episode,
+)
 
 EXPORT_DIR = "cua_lite"
 NAME = "cua-lite/GuiAgent"
 SCHEMA = pa.schema([("images", pa.list_(pa.string())), ("messages", pa.string()), ("metadata", pa.string())])
-_SCROLL_UNIT = 0.05
+TRAIN, VALIDATION = "train", "validation"
+EVALUATION_SPLIT = "evaluation_split"
+UNKNOWN_PLATFORM = "unknown_platform"
+UNSUPPORTED_PLATFORM = "unsupported_platform"
 
 
-def _k(v: float) -> int:
-    return max(0, min(1000, round(v * 1000)))
+def export_split(role: str | None, holdout: bool, evaluation_as_validation: bool = False) -> str | None:
+    """The cua-lite split of an episode: by its directory's split role and whether it is in the
+    holdout; None when it is left out (an evaluation directory not asked for)."""
+    if role is not None and role not in SPLIT_ROLES:
+        raise ValueError(f"split_role {role!r} is none of {SPLIT_ROLES}: teach the cua-lite export about it")
+    if role == "evaluation":
+        return VALIDATION if evaluation_as_validation else None
+    return VALIDATION if holdout or role == "validation" else TRAIN
 
 
-def actions_of(step: GuiStep) -> tuple[str, list[dict[str, Any]]]:
-    """(tool name, cua-lite actions) for one IR step."""
-    t, p, g = step.action_type, step.params, step.grounded
-    at = {"coordinate": [_k(p[0]), _k(p[1])]} if g else {}
-    desc = step.desc
-    if t in (ActionType.CLICK, ActionType.SELECT):
-        button = "right" if desc.startswith("right_") else "middle" if desc.startswith("middle_") else "left"
-        clicks = 3 if "triple_click" in desc else 2 if "double_click" in desc else 1
-        extra = {"button": button} if button != "left" else {}
-        return "computer", [{"action": "click", **at, **extra, **({"clicks": clicks} if clicks > 1 else {})}]
-    if t == ActionType.HOVER:
-        return "computer", [{"action": "mouse_move", **at}]
-    if t == ActionType.DRAG:
-        if not g:
-            return "computer", [{"action": "drag"}]
-        return "computer", [
-            {"action": "drag", "start_coordinate": [_k(p[0]), _k(p[1])], "coordinate": [_k(p[2]), _k(p[3])]}
-        ]
-    if t == ActionType.SCROLL:
-        direction = view_direction(p) if g else desc[desc.find("(") + 1 : desc.find(")")] or "down"
-        magnitude = max(abs(p[2] - p[0]), abs(p[3] - p[1])) if g else _SCROLL_UNIT
-        return "computer", [
-            {
-                "action": "scroll",
-                "direction": direction,
-                "amount": max(1, round(magnitude / _SCROLL_UNIT)),
-                **at,
-            }
-        ]
-    if t == ActionType.TYPE:
-        return "computer", [{"action": "type", "text": step.text}]
-    if t == ActionType.PRESS_ENTER:
-        return "computer", [{"action": "key", "keys": ["enter"]}]
-    if t == ActionType.PRESS_KEY:
-        return "computer", [
-            {"action": "key", "keys": chord.split("+")} for chord in (step.text or "").split(" ") if chord
-        ]
-    if t == ActionType.PRESS_BACK:
-        return "computer", [{"action": "key", "keys": ["alt", "left"]}]
-    if t == ActionType.PRESS_HOME:
-        return "computer", [{"action": "key", "keys": ["home"]}]
-    if t == ActionType.GOTO:
-        return "computer", [
-            {"action": "key", "keys": ["ctrl", "l"]},
-            {"action": "type", "text": step.text + "\n"},
-        ]
-    if t == ActionType.WAIT:
-        return "computer", [{"action": "wait", "duration": 1}]
-    return "terminate", [{"status": "success" if t == ActionType.STOP else "failure"}]
-
-
-class _Frames:
+class Frames:
     """Observations into the export's image store: original bytes where the window is the whole image."""
 
     def __init__(self, source: ImageStore, root: Path) -> None:
@@ -126,79 +112,182 @@ class _Frames:
         return rel
 
 
-def episode_row(ep: GuiEpisode, frames: _Frames, platform: str, directory: str) -> dict[str, Any]:
+def _assistant(call: Call, call_id: str) -> dict[str, Any]:
+    """One assistant turn: reasoning and description parts, then its single tool call."""
+    thoughts = list(dict.fromkeys(s.thought for s in call.steps if s.thought))
+    content = [{"type": "inline_reasoning", "text": t} for t in thoughts]
+    content.append({"type": "action_description", "text": "; ".join(s.desc for s in call.steps)})
+    function = {"name": call.tool, "arguments": call.arguments}
+    return {
+        "role": "assistant",
+        "content": content,
+        "tool_calls": [{"id": call_id, "type": "function", "function": function}],
+    }
+
+
+def _messages(ep: GuiEpisode, plan: RowPlan, frames: Frames) -> tuple[list[str], list[dict[str, Any]]]:
     images = [frames.path(ep.steps[0])]
     messages: list[dict[str, Any]] = [
         {"role": "user", "content": [{"type": "image", "index": 0}, {"type": "text", "text": ep.instruction}]}
     ]
-    for t, step in enumerate(ep.steps):
-        tool, actions = actions_of(step)
-        args: dict[str, Any] = {"actions": actions} if tool == "computer" else actions[0]
-        call_id = f"call_{t:04d}"
-        content: list[dict[str, Any]] = [{"type": "action_description", "text": step.desc}]
-        msg: dict[str, Any] = {
-            "role": "assistant",
-            "content": content,
-            "tool_calls": [
-                {"id": call_id, "type": "function", "function": {"name": tool, "arguments": args}}
-            ],
-        }
-        if step.thought:
-            msg["reasoning_content"] = step.thought
-        messages.append(msg)
-        if t + 1 < len(ep.steps):
-            images.append(frames.path(ep.steps[t + 1]))
-            messages.append(
-                {
-                    "role": "tool",
-                    "tool_call_id": call_id,
-                    "content": [{"type": "image", "index": len(images) - 1}],
-                }
-            )
+    for i, call in enumerate(plan.calls):
+        call_id = f"call_{i:04d}"
+        messages.append(_assistant(call, call_id))
+        after = plan.calls[i + 1].steps[0] if i + 1 < len(plan.calls) else plan.done
+        if after is None or call.tool in FINISH_TOOLS:
+            continue  # the last turn: its result is never shown
+        images.append(frames.path(after))
+        messages.append(
+            {
+                "role": "tool",
+                "tool_call_id": call_id,
+                "content": [{"type": "image", "index": len(images) - 1}],
+            }
+        )
+    if plan.done is not None:
+        messages.append({"role": "assistant", "content": [{"type": "text", "text": DONE}]})
+    return images, messages
+
+
+def episode_row(
+    ep: GuiEpisode, frames: Frames, platform: str, directory: str
+) -> tuple[dict[str, Any], RowPlan]:
+    """(the row, its plan) of one episode; the row is empty when the plan leaves the episode out."""
+    plan = plan_episode(ep.steps, platform)
+    if plan.left_out:
+        return {}, plan
+    images, messages = _messages(ep, plan, frames)
     metadata = {
         "metadata_kind": "cua",
         "dims": [platform, "use"],
-        "extra_tool_schemas": [{"name": "terminate"}],
+        "extra_tool_schemas": extra_tool_schemas(platform),
         "valid_actions": None,
         "others": {
+            "id": ep.episode_id,
             "task_id": ep.episode_id,
             "source": ep.source,
             "source_id": ep.episode_id,
             "directory": directory,
             "episode_return": 1.0 if ep.success else 0.0,
             "attrs": ep.attrs,
+            **plan.others,
         },
     }
-    return {
+    row = {
         "images": images,
         "messages": json.dumps(messages, ensure_ascii=False),
         "metadata": json.dumps(metadata, ensure_ascii=False),
     }
+    return row, plan
 
 
-def write_export(out: Path) -> dict[str, Any]:
+@dataclass(slots=True)
+class _Tally:
+    """What the export left out, by reason, and the rows that end early."""
+
+    episodes: Counter[str] = field(default_factory=Counter)
+    steps: Counter[str] = field(default_factory=Counter)
+    keys: Counter[str] = field(default_factory=Counter)
+    truncated: Counter[str] = field(default_factory=Counter)
+
+    def leave_out(self, ep: GuiEpisode, reason: str) -> None:
+        self.episodes[reason] += 1
+        self.steps[reason] += len(ep.steps)
+
+    def add(self, plan: RowPlan) -> None:
+        self.steps.update(plan.steps_left_out)
+        self.keys.update(plan.keys_dropped)
+        if plan.left_out:
+            self.episodes[plan.left_out] += 1
+        elif plan.others.get("truncated"):
+            self.truncated[plan.others["truncated_reason"]] += 1
+
+    def to_dict(self) -> dict[str, Any]:
+        def plain(c: Counter[str]) -> dict[str, int]:
+            return dict(sorted(c.items()))
+
+        return {
+            "left_out": {
+                "episodes": plain(self.episodes),
+                "steps": plain(self.steps),
+                "keys": plain(self.keys),
+            },
+            "truncated": plain(self.truncated),
+        }
+
+
+def _parts(layout: OutLayout, directory: str) -> dict[str, str]:
+    """episode_id -> main/val from the directory's split table (all main without one)."""
+    path = layout.splits(directory)
+    if not path.is_file():
+        return {}
+    table = pq.read_table(path, columns=["episode_id", "part"]).to_pydict()
+    return dict(zip(table["episode_id"], table["part"], strict=True))
+
+
+def _platform_problem(platform: object) -> str:
+    if platform is None:
+        return UNKNOWN_PLATFORM
+    return "" if platform in PLATFORM_TOOLS else UNSUPPORTED_PLATFORM
+
+
+def _export_directory(
+    info: DatasetInfo, layout: OutLayout, frames: Frames, evaluation_as_validation: bool, tally: _Tally
+) -> dict[str, list[dict[str, Any]]]:
+    """The rows of one built directory by split; what is left out goes to `tally`."""
+    platform = info.source_record.get("platform")
+    role = info.source_record.get("split_role")
+    problem = _platform_problem(platform)
+    parts = _parts(layout, info.directory)
+    rows: dict[str, list[dict[str, Any]]] = {TRAIN: [], VALIDATION: []}
+    for ep in iter_episodes(layout.episodes(info.directory)):
+        split = export_split(role, parts.get(ep.episode_id) == VAL, evaluation_as_validation)
+        if problem or split is None:
+            tally.leave_out(ep, problem or EVALUATION_SPLIT)
+            continue
+        row, plan = episode_row(ep, frames, str(platform), info.directory)
+        tally.add(plan)
+        if row:
+            rows[split].append(row)
+    return rows
+
+
+def _prune(export_root: Path, keep: set[str]) -> list[str]:
+    """Remove the parquet files of an earlier export this one did not write (a split folder of
+    the old layout would otherwise stay readable as training data)."""
+    removed = []
+    for p in sorted((export_root / NAME).rglob("*.parquet")):
+        rel = p.relative_to(export_root).as_posix()
+        if rel not in keep:
+            p.unlink()
+            removed.append(rel)
+    return removed
+
+
+def write_export(out: Path, evaluation_as_validation: bool = False) -> dict[str, Any]:
+    """Export every built directory under `out`.
+
+    `evaluation_as_validation`: export "evaluation" directories (a benchmark's evaluation tasks,
+    such as WebArena's) as validation instead of leaving them out; never as train.
+
+    Returns root, files (relative path -> rows), directories (platform, split_role, rows by
+    split), left_out (episodes, steps and key chords by reason), truncated (rows ending early by
+    reason) and removed (stale files of an earlier export).
+    """
     layout = OutLayout(out)
     root = out / EXPORT_DIR
-    frames = _Frames(ImageStore(layout.image_store), root)
+    frames = Frames(ImageStore(layout.image_store), root)
+    tally = _Tally()
     files: dict[str, int] = {}
+    directories: dict[str, Any] = {}
     for info in built_directories(out):
-        split_rows = {"train": [], "validation": []}  # type: dict[str, list[dict[str, Any]]]
-        parts = {}
-        splits = layout.splits(info.directory)
-        if splits.is_file():
-            parts = dict(
-                zip(
-                    *(
-                        pq.read_table(splits, columns=["episode_id", "part"]).to_pydict()[c]
-                        for c in ("episode_id", "part")
-                    ),
-                    strict=True,
-                )
-            )
-        platform = info.source_record.get("platform") or "browser"
-        for ep in iter_episodes(layout.episodes(info.directory)):
-            split = "validation" if parts.get(ep.episode_id) == VAL else "train"
-            split_rows[split].append(episode_row(ep, frames, platform, info.directory))
+        split_rows = _export_directory(info, layout, frames, evaluation_as_validation, tally)
+        platform = info.source_record.get("platform")
+        directories[info.directory] = {
+            "platform": platform,
+            "split_role": info.source_record.get("split_role"),
+            "rows": {split: len(rows) for split, rows in split_rows.items()},
+        }
         for split, rows in split_rows.items():
             if not rows:
                 continue
@@ -206,4 +295,11 @@ def write_export(out: Path) -> dict[str, Any]:
             with atomic_path(root / rel) as tmp:
                 pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMA), tmp)
             files[rel] = len(rows)
-    return {"root": str(root), "files": files}
+    removed = _prune(root, set(files))
+    return {
+        "root": str(root),
+        "files": files,
+        "directories": directories,
+        **tally.to_dict(),
+        "removed": removed,
+    }

@@ -15,7 +15,7 @@ import yaml
 from gui_assets.atomic import sha256_file
 from gui_assets.episode_store import ImageStore, iter_episodes
 from gui_assets.images import decode_rgb
-from gui_assets.ir import ActionType, view_direction
+from gui_assets.ir import ActionType, GuiEpisode, GuiStep, view_direction
 from gui_assets.layout import DatasetInfo, OutLayout
 from gui_assets.pipeline import RawSettings, build_directory
 from gui_assets.sources import AGENTNET, CUAGYM, MIND2WEB, WEBLINX
@@ -139,11 +139,38 @@ def test_hub_uploads_batch_retry_and_skip_what_the_repo_holds(built, monkeypatch
     assert again.uploaded == [] and api.commits[-1] != []  # nothing re-sent
 
 
+def _read_back_as(orig: GuiEpisode) -> list[tuple[GuiStep, str]]:
+    """The steps the Lite.CUAGym adapter reads back from an episode's cua-lite row, each with the
+    text it reads: a key sequence is a call of several key actions, one step each; goto() is a
+    standalone tool the adapter skips (non_gui_tool); a STOP is the final "Done." turn (no call)
+    unless it answers (response), a FAIL only others.terminate_status. The row ends before a
+    pointer step whose point was never located (only a click recorded with no point, `no_point`,
+    is a click where the pointer is)."""
+    back: list[tuple[GuiStep, str]] = []
+    pointers = (ActionType.CLICK, ActionType.SELECT, ActionType.HOVER, ActionType.DRAG, ActionType.SCROLL)
+    for s in orig.steps:
+        if s.action_type in pointers and not s.grounded and s.ungrounded_reason != "no_point":
+            break
+        if s.action_type in (ActionType.STOP, ActionType.FAIL):
+            back += [(s, s.text)] if s.action_type == ActionType.STOP and s.text else []
+            break
+        if s.action_type == ActionType.PRESS_KEY:
+            back += [(s, chord) for chord in s.text.split(" ")]
+        elif s.action_type != ActionType.GOTO:
+            back.append((s, s.text))
+    return back
+
+
 def test_the_cua_lite_export_round_trips_into_the_ir(built, tmp_path):
     r = cua_lite.write_export(built)
     root = Path(r["root"])
-    assert "cua-lite/GuiAgent/browser/use/train/mind2web_train.parquet" in r["files"]
-    assert "cua-lite/GuiAgent/desktop/use/validation/agentnet_ubuntu.parquet" in r["files"]
+    assert set(r["files"]) == {
+        "cua-lite/GuiAgent/browser/use/train/mind2web_train.parquet",
+        "cua-lite/GuiAgent/browser/use/validation/mind2web_test_task.parquet",  # a benchmark test split
+        "cua-lite/GuiAgent/browser/use/validation/weblinx_valid.parquet",
+        "cua-lite/GuiAgent/desktop/use/train/agentnet_ubuntu.parquet",
+        "cua-lite/GuiAgent/desktop/use/validation/agentnet_ubuntu.parquet",  # the holdout
+    }
     table = pq.read_table(root / "cua-lite/GuiAgent/browser/use/train/mind2web_train.parquet").to_pylist()
     for row in table:
         assert all((root / p).is_file() for p in row["images"])
@@ -158,19 +185,26 @@ def test_the_cua_lite_export_round_trips_into_the_ir(built, tmp_path):
     layout = OutLayout(built)
     for d in ("mind2web_train", "mind2web_test_task", "agentnet_ubuntu", "weblinx_valid"):
         originals.update({e.episode_id: e for e in iter_episodes(layout.episodes(d))})
+    rows = {
+        json.loads(row["metadata"])["others"]["id"]: row
+        for f in r["files"]
+        for row in pq.read_table(root / f).to_pylist()
+    }
     back = []
     export = dataclasses.replace(CUAGYM, repo_id="cua-lite/GuiAgent")
     for partition in ("browser_use", "desktop_use"):
         back += run_adapter(export, root, partition, tmp_path / "readback")[0]
-    assert {e.attrs["task_id"] for e in back} == set(originals)
+    exported = {e for e, orig in originals.items() if _read_back_as(orig)}  # the others: no_action
+    assert {e.attrs["task_id"] for e in back} == exported == set(rows)
+    assert r["left_out"]["episodes"].get("no_action", 0) >= len(originals) - len(exported) > 0
     for ep in back:
         orig = originals[ep.attrs["task_id"]]
-        if any(s.action_type in (ActionType.GOTO, ActionType.PRESS_KEY) for s in orig.steps):
-            continue  # a GOTO is two cua-lite actions, a key sequence several: compared below on mind2web
-        assert len(ep.steps) == len(orig.steps), ep.attrs["task_id"]
-        for a, b in zip(orig.steps, ep.steps, strict=True):
-            want = ActionType.CLICK if a.action_type == ActionType.SELECT else a.action_type
-            assert b.action_type == want
+        expected = _read_back_as(orig)
+        assert len(ep.steps) == len(expected), ep.attrs["task_id"]
+        for (a, text), b in zip(expected, ep.steps, strict=True):
+            want = {ActionType.SELECT: ActionType.CLICK}.get(a.action_type, a.action_type)
+            assert b.action_type == (ActionType.PRESS_ENTER if text == "enter" else want)
+            assert b.thought == a.thought  # dataset reasoning travels as inline_reasoning
             if a.action_type == ActionType.SCROLL and a.grounded:
                 # cua-lite scrolls in whole amounts (0.05 of the frame each): same start, same view
                 # direction, the travel within half a unit
@@ -181,10 +215,18 @@ def test_the_cua_lite_export_round_trips_into_the_ir(built, tmp_path):
                 assert abs(back_travel - travel) <= 0.025 + 1e-3
             elif a.grounded and a.action_type != ActionType.TYPE:
                 assert b.params == pytest.approx(a.params, abs=1e-3)
-            if a.action_type == ActionType.TYPE:
-                assert b.text == a.text
-        # the first observation is the very window the IR pointed at
-        o, r0 = orig.steps[0].observation, ep.steps[0].observation
+            if a.action_type in (ActionType.TYPE, ActionType.PRESS_KEY):
+                assert b.text == text
+        # what the adapter does not read back is in the row: the urls, how the episode ended
+        row = rows[orig.episode_id]
+        calls = [c["function"] for m in json.loads(row["messages"]) for c in m.get("tool_calls", [])]
+        urls = [s.text for s in orig.steps if s.action_type == ActionType.GOTO]
+        assert [c["arguments"]["url"] for c in calls if c["name"] == "goto"] == urls
+        last = orig.steps[-1].action_type
+        status = {ActionType.STOP: "success", ActionType.FAIL: "failure"}.get(last)
+        assert json.loads(row["metadata"])["others"].get("terminate_status") == status
+        # the first observation read back is the very window the IR pointed at
+        o, r0 = expected[0][0].observation, ep.steps[0].observation
         window = decode_rgb(ImageStore(layout.image_store).get(o.image_sha256, o.image_ext))[
             o.top : o.top + o.height, o.left : o.left + o.width
         ]
@@ -192,4 +234,5 @@ def test_the_cua_lite_export_round_trips_into_the_ir(built, tmp_path):
             window,
             decode_rgb(ImageStore(tmp_path / "readback" / "images").get(r0.image_sha256, r0.image_ext)),
         )
+    assert sum(len(_read_back_as(o)) for o in originals.values()) == sum(len(e.steps) for e in back) > 40
     shutil.rmtree(root)
