@@ -61,6 +61,11 @@ class DropReason(enum.StrEnum):
         "the events document a record names is not there",
     )
     UNSAFE_REFERENCE = ("unsafe_reference", Unit.RECORD, "a record's reference leaves the repository folder")
+    UNKNOWN_MESSAGE_TYPE = (
+        "unknown_message_type",
+        Unit.RECORD,
+        "a conversation with a message role or content part type missing or outside the source's table",
+    )
     # --- episodes ------------------------------------------------------------------------
     EMPTY_EPISODE = ("empty_episode", Unit.EPISODE, "an episode none of whose steps survived")
     DUPLICATE_ROW = ("duplicate_row", Unit.EPISODE, "an episode identical to an earlier one of its split")
@@ -74,6 +79,11 @@ class DropReason(enum.StrEnum):
         "undecodable_frame",
         Unit.EPISODE,
         "an episode left out of its shard because a stored screenshot would not decode",
+    )
+    BENCHMARK_OVERLAP = (
+        "benchmark_overlap",
+        Unit.EPISODE,
+        "a train or validation episode identical to a benchmark evaluation one (that one is kept)",
     )
     FRAME_OVER_BUDGET = (
         "frame_over_budget",
@@ -96,6 +106,7 @@ class DropReason(enum.StrEnum):
         "a screenshot reference that leaves the repository folder",
     )
     UNKNOWN_ACTION_VERB = ("unknown_action_verb", Unit.STEP, "an action the source's mapping does not know")
+    UNKNOWN_TURN_TYPE = ("unknown_turn_type", Unit.STEP, "a turn whose type is missing or outside the table")
     MALFORMED_STEP = ("malformed_step", Unit.STEP, "a step whose fields are missing, mistyped or not JSON")
     DUPLICATE_STEP = ("duplicate_step", Unit.STEP, "the same step recorded twice")
     EMPTY_CODE = ("empty_code", Unit.STEP, "a step with no action code")

@@ -97,8 +97,11 @@ CUAGYM = SourceSpec(
     license="apache-2.0",
     platform={"browser_use": "browser", "desktop_use": "desktop"},
     scrolls=False,
-    notes="Upstream `validation` rows are written as `<directory>_val_NNNN.hdf5` beside the main "
-    "shards; a validation row identical to a train row is dropped, never kept twice.",
+    notes="Upstream `validation` rows and `eval` rows (a benchmark evaluation split some cua-lite "
+    "datasets ship) are written as `<directory>_val_NNNN.hdf5` beside the main shards, never as "
+    "training data; each episode's `upstream_split` attr says which. A row is never kept twice: a "
+    "train or validation row identical to an eval row is dropped (`benchmark_overlap`), a validation "
+    "row identical to a train row likewise (`duplicate_across_splits`).",
 )
 
 PANGO = SourceSpec(

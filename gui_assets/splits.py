@@ -64,9 +64,14 @@ shipped_split = SplitRule(
 )
 
 
+# Upstream splits whose rows are held out of training: a validation split, and the benchmark
+# evaluation split some cua-lite datasets ship as `eval`.
+HELDOUT_SPLITS = ("validation", "eval")
+
 shipped_validation = SplitRule(
     name="shipped_validation",
-    description="the upstream split as it ships: validation rows go to the _val_ shards, train rows "
-    "to the main ones; a validation row identical to a train row is dropped, never kept twice",
-    assign=lambda episode_id, attrs: VAL if attrs.get("upstream_split") == "validation" else MAIN,
+    description="the upstream splits as they ship: validation and eval (benchmark) rows go to the "
+    "_val_ shards, train rows to the main ones; a row is never kept twice, and a train or "
+    "validation row identical to an eval row is dropped",
+    assign=lambda episode_id, attrs: VAL if attrs.get("upstream_split") in HELDOUT_SPLITS else MAIN,
 )

@@ -17,6 +17,18 @@ none); press -> PRESS_ENTER for Enter, else PRESS_KEY with the keys (repeats and
 space-separated); hotkey -> PRESS_KEY "ctrl+c"; wait -> WAIT; terminate(success) -> STOP and
 reward 1, terminate(failure|fail) -> FAIL. A trajectory without terminate(success) has reward 0.
 
+Key spelling in action_text: PyAutoGUI's lower-case key names, whatever case the recording
+used: hotkey(['CTRL', 'F']) and hotkey(['ctrl', 'f']) are both "ctrl+f" (a chord's letter names
+its key), press('Enter') is "enter"; a character pressed alone keeps its case (see
+pyautogui_code). Coordinates are normalized to the screenshot itself, so a screenshot smaller
+than the recorded screen (1280x720 of a 1920x1080 desktop) needs no rescaling.
+
+Steps are ordered by `traj[i].index`, a whole number in [0, 100000] (a float such as 3.0 is
+that index); an item whose index is missing or is anything else cannot be placed and is
+`malformed_step`. The trajectory scores kept as attrs (alignment_score, efficiency_score,
+task_difficulty) are null or numbers in [0, 10]; any other value (NaN, infinite, negative,
+beyond the scale) drops the trajectory as `malformed_record`.
+
 Scroll sign convention: pyautogui's, on every platform: a positive `scroll` moves the view up,
 a positive `hscroll` moves it right. The gesture starts where the wheel turned (the moveTo
 point, else the causal cursor) and the content travels opposite to the view by
@@ -31,9 +43,9 @@ The trajectory file missing, or no screenshot source, fails the partition by nam
 
 Drop reasons:
     malformed_json            a trajectory line that is not JSON
-    malformed_record          a line without task_id, instruction or a traj list
+    malformed_record          a line without task_id, instruction or a traj list, or with a bad score
     malformed_metadata_line   a meta_data_merged.jsonl line that is unusable (the OS stays unknown)
-    malformed_step            a traj item without a `value` object
+    malformed_step            a traj item without a `value` object or a usable index
     empty_code                the parser's refusals of `value.code`: see pyautogui_code
     unparseable_code
     unknown_action_verb
@@ -88,6 +100,8 @@ OS_BY_SYSTEM = {"Windows": "windows", "Darwin": "macos", "Ubuntu": "ubuntu"}
 SCROLL_UNIT = {"windows": 0.05, "ubuntu": 0.05, "macos": 0.005}
 HOLDOUT_SALT = "agentnet"
 HOLDOUT_FRACTION = 0.02
+MAX_INDEX = 100_000  # a step number; no recorded trajectory comes near it
+SCORES = ("alignment_score", "efficiency_score", "task_difficulty")  # null or in [0, 10]
 DROPS = frozenset(
     {
         DropReason.MALFORMED_JSON,
@@ -128,8 +142,10 @@ def _read_meta(raw: RawPartition, run: AdapterRun) -> dict[str, dict[str, Any]]:
                     continue
                 try:
                     row = json.loads(line)
-                    meta.setdefault(str(row["task_id"]), row)
-                except (ValueError, KeyError, TypeError):
+                    if not isinstance(row["task_id"], str):
+                        raise TypeError("task_id")
+                    meta.setdefault(row["task_id"], row)
+                except (ValueError, KeyError, TypeError, RecursionError):
                     run.drop(DropReason.MALFORMED_METADATA_LINE)
     return meta
 
@@ -242,7 +258,7 @@ def episodes(run: AdapterRun) -> Iterator[GuiEpisode]:
                 ref = SourceRef(raw.repo_id, raw.revision, traj_file.path, row=line_no)
                 try:
                     row = json.loads(line)
-                except ValueError:
+                except (ValueError, RecursionError):
                     run.drop(DropReason.MALFORMED_JSON)
                     continue
                 task_id, instruction, traj = (
@@ -255,6 +271,7 @@ def episodes(run: AdapterRun) -> Iterator[GuiEpisode]:
                     and task_id
                     and isinstance(instruction, str)
                     and isinstance(traj, list)
+                    and all(_score_ok(row.get(k)) for k in SCORES)
                 ):
                     run.drop(DropReason.MALFORMED_RECORD)
                     continue
@@ -275,9 +292,21 @@ def episodes(run: AdapterRun) -> Iterator[GuiEpisode]:
         images.close()
 
 
-def _index_of(step: Any) -> int:
+def _score_ok(v: Any) -> bool:
+    """A trajectory score: null, or a number on the 0-10 scale (ints compare without overflow)."""
+    if v is None:
+        return True
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return False
+    return 0 <= v <= 10  # NaN compares false
+
+
+def _index_of(step: Any) -> int | None:
+    """traj[i].index as a whole number in [0, MAX_INDEX], or None when it is not one."""
     idx = step.get("index") if isinstance(step, dict) else None
-    return idx if isinstance(idx, int) and not isinstance(idx, bool) else 1 << 30
+    if isinstance(idx, bool) or not isinstance(idx, int | float) or not 0 <= idx <= MAX_INDEX:
+        return None
+    return int(idx) if idx == int(idx) else None
 
 
 def _steps(
@@ -286,8 +315,11 @@ def _steps(
     """The trajectory's steps in index order, and whether it ended in terminate(success)."""
     steps = Steps()
     success = False
-    for pos, item in sorted(enumerate(traj), key=lambda e: (_index_of(e[1]), e[0])):
-        value = item.get("value") if isinstance(item, dict) else None
+    placed = [(idx, pos, item) for pos, item in enumerate(traj) if (idx := _index_of(item)) is not None]
+    if len(placed) < len(traj):
+        run.drop(DropReason.MALFORMED_STEP, len(traj) - len(placed))
+    for _, pos, item in sorted(placed, key=lambda e: e[:2]):
+        value = item.get("value")
         if not isinstance(value, dict):
             run.drop(DropReason.MALFORMED_STEP)
             continue

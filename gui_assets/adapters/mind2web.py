@@ -23,10 +23,17 @@ horizontal scroll, so none is invented).
 `original_op` HOVER becomes HOVER and ENTER becomes PRESS_ENTER (Mind2Web's `op` folds both
 into CLICK, which would mislabel them).
 
+Numbers are checked where they are read: `target_action_index` is a whole number in
+[0, 100000] (no task comes near it; NaN, infinite, negative, fractional or beyond is
+`malformed_step`); a bounding box with a NaN or infinite value is `malformed_bbox`, one whose
+width or height is not positive is hidden, and a finite one off the page is outside the
+screenshot. JSON nested past the parser's recursion limit is malformed like any other.
+
 A parquet file that cannot be opened fails the partition with its name.
 
 Drop reasons:
-    malformed_step            a row whose ids, index or `operation` JSON is unusable
+    malformed_step            a row whose ids, index or `operation` JSON is unusable (a missing or
+                              unknown `op` is unknown_action_verb)
     unknown_action_verb       an `op` other than CLICK, TYPE, SELECT
     missing_screenshot        a row with no screenshot bytes
     undecodable_image         screenshot bytes that do not decode
@@ -82,6 +89,7 @@ COLUMNS = [
     "screenshot",
 ]
 _BATCH_ROWS = 8
+MAX_ACTION_INDEX = 100_000
 
 DROPS = frozenset(
     {
@@ -145,9 +153,9 @@ def parse_index(value: Any) -> int:
         raise ValueError(f"target_action_index {value!r}")
     if isinstance(value, float) and not value.is_integer():
         raise ValueError(f"target_action_index {value!r}")
-    idx = int(value)
-    if idx < 0:
-        raise ValueError(f"negative target_action_index {idx}")
+    idx = int(value)  # a numeric string of more than 4300 digits is a ValueError, never a hang
+    if not 0 <= idx <= MAX_ACTION_INDEX:
+        raise ValueError(f"target_action_index {str(idx)[:40]} outside [0, {MAX_ACTION_INDEX}]")
     return idx
 
 
@@ -179,7 +187,7 @@ def locate_target(pos_candidates: Any, page_w: int, page_h: int, viewport_w: int
             parsed.append(
                 {"original": bool(cand.get("is_original_target")), "rect": attrs["bounding_box_rect"]}
             )
-        except (ValueError, TypeError, KeyError, AttributeError):
+        except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
             malformed = True
     parsed.sort(key=lambda c: not c["original"])  # stable: original targets first
     reason = UngroundedReason.MALFORMED_BBOX if malformed and not parsed else UngroundedReason.HIDDEN_ELEMENT
@@ -222,7 +230,7 @@ def _read_row(rec: dict[str, Any], ref: SourceRef, run: AdapterRun) -> tuple[str
         value = op.get("value", "") or ""
         if not isinstance(value, str):
             value = str(value)
-    except (ValueError, TypeError, AttributeError):
+    except (ValueError, TypeError, AttributeError, RecursionError):
         raise Drop(DropReason.MALFORMED_STEP, "ids, index or operation") from None
     if verb not in _OPS:
         raise Drop(DropReason.UNKNOWN_ACTION_VERB, verb)

@@ -10,6 +10,14 @@ Statements combine into one action: `moveTo` + `dragTo` is a drag from the moveT
 `moveTo` alone is a hover, `write` + `press('enter')` is typing a line (text + "\\n", the
 AgentNetBench ground-truth convention). Any other pair of real actions is refused: guessing
 which one the demonstrator meant would invent supervision.
+
+Key names are spelled as PyAutoGUI's own table spells them, lower case ('ctrl', 'enter',
+'pagedown', 'f5'): recorders write them in any case ('CTRL', 'Enter'). In a `hotkey` every key is
+lower-cased, a letter too (['ctrl', 'F'] is ctrl+f: a chord's letter names the key, and a held
+shift is a member of its own); in `press` a single character stays as given (press('A') types
+a capital, as PyAutoGUI does). Numbers are checked where they are read: finite, whole where a
+count is meant, and within bounds no recording reaches (clicks 1-3, presses 1-1000, scroll
+amounts up to 10000 units, waits up to an hour); anything else is `malformed_code`.
 """
 
 from __future__ import annotations
@@ -57,6 +65,10 @@ DROPS = frozenset(
     }
 )
 COORD_SLACK = 0.01  # upstream rounds to 4 decimals and clamps; beyond this it is not normalized
+MAX_CLICKS = 3
+MAX_PRESSES = 1000
+MAX_SCROLL = 10_000  # pyautogui units: Windows sends 3 a notch, macOS pixel-like deltas such as -54
+MAX_WAIT = 3600.0  # seconds
 
 
 class CodeError(Drop):
@@ -109,8 +121,8 @@ def parse_calls(code: str) -> list[Call]:
         raise CodeError(DropReason.EMPTY_CODE, repr(code)[:80])
     try:
         tree = ast.parse(code, mode="exec")
-    except (SyntaxError, ValueError) as e:  # ValueError: NUL bytes in the source
-        raise CodeError(DropReason.UNPARSEABLE_CODE, str(e)[:120]) from None
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as e:  # NUL bytes; nesting too deep
+        raise CodeError(DropReason.UNPARSEABLE_CODE, f"{type(e).__name__}: {str(e)[:120]}") from None
     calls = []
     for stmt in tree.body:
         if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
@@ -132,9 +144,17 @@ def parse_calls(code: str) -> list[Call]:
     return calls
 
 
+def _is_number(v: Any) -> bool:
+    """A real number: no bool, no NaN or infinity (an int of any size is one: ints compare
+    exactly, never overflowing as math.isfinite(10**400) would)."""
+    if isinstance(v, float):
+        return math.isfinite(v)
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
 def _coord(v: Any, what: str) -> float:
-    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
-        raise CodeError(DropReason.MALFORMED_CODE, f"{what} = {v!r}")
+    if not _is_number(v):
+        raise CodeError(DropReason.MALFORMED_CODE, f"{what} = {str(v)[:40]}")
     if v < -COORD_SLACK or v > 1 + COORD_SLACK:
         raise CodeError(DropReason.COORDINATE_OUT_OF_RANGE, f"{what} = {v} is not normalized")
     return min(max(float(v), 0.0), 1.0)
@@ -152,18 +172,25 @@ def _point(call: Call, first: int = 0) -> tuple[float, float] | None:
     return _coord(x, "x"), _coord(y, "y")
 
 
-def _keys(value: Any, call: Call) -> tuple[str, ...]:
+def key_name(key: str, chord: bool) -> str:
+    """The canonical spelling of a key: PyAutoGUI's lower-case names; a single character keeps
+    its case only when pressed alone (in a chord it names the key)."""
+    return key.lower() if chord or len(key) > 1 else key
+
+
+def _keys(value: Any, call: Call, chord: bool = False) -> tuple[str, ...]:
     keys = value if isinstance(value, list | tuple) else [value]
     if not keys or not all(isinstance(k, str) and k for k in keys):
-        raise CodeError(DropReason.MALFORMED_CODE, f"{call.name} keys {value!r}")
-    return tuple(keys)
+        raise CodeError(DropReason.MALFORMED_CODE, f"{call.name} keys {str(value)[:60]}")
+    return tuple(key_name(k, chord) for k in keys)
 
 
-def _number(v: Any, call: Call, default: float) -> float:
+def _number(v: Any, call: Call, default: float, lo: float, hi: float, whole: bool = False) -> float:
+    """A numeric argument in [lo, hi] (`default` when not given); malformed_code otherwise."""
     if v is None:
         return default
-    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
-        raise CodeError(DropReason.MALFORMED_CODE, f"{call.name} amount {v!r}")
+    if not _is_number(v) or not lo <= v <= hi or (whole and v != int(v)):
+        raise CodeError(DropReason.MALFORMED_CODE, f"{call.name} argument {str(v)[:40]}")
     return float(v)
 
 
@@ -173,9 +200,9 @@ def _single(call: Call, hover_at: tuple[float, float] | None) -> Action:
     if n in CLICKS:
         button, clicks = CLICKS[n]
         button = call.kwargs.get("button", button)
-        clicks = int(_number(call.kwargs.get("clicks"), call, clicks))
-        if button not in ("left", "right", "middle") or clicks < 1:
-            raise CodeError(DropReason.MALFORMED_CODE, f"{n} button={button!r} clicks={clicks}")
+        clicks = int(_number(call.kwargs.get("clicks"), call, clicks, 1, MAX_CLICKS, whole=True))
+        if button not in ("left", "right", "middle"):
+            raise CodeError(DropReason.MALFORMED_CODE, f"{n} button={str(button)[:40]}")
         return Action("click", point=_point(call) or hover_at, button=button, clicks=clicks)
     if n == "dragTo":
         end = _point(call)
@@ -185,7 +212,7 @@ def _single(call: Call, hover_at: tuple[float, float] | None) -> Action:
             raise CodeError(DropReason.DRAG_WITHOUT_START, "dragTo with no moveTo before it in the step")
         return Action("drag", point=hover_at, end=end, button=call.kwargs.get("button", "left"))
     if n in ("scroll", "hscroll"):
-        amount = _number(call.arg(0, "clicks", "amount"), call, 0.0)
+        amount = _number(call.arg(0, "clicks", "amount"), call, 0.0, -MAX_SCROLL, MAX_SCROLL)
         if amount == 0:
             raise CodeError(DropReason.MALFORMED_CODE, f"{n} by 0")
         at = _point(call, first=1)  # scroll(clicks, x=None, y=None)
@@ -200,17 +227,15 @@ def _single(call: Call, hover_at: tuple[float, float] | None) -> Action:
         return Action("type", text=text)
     if n == "press":
         keys = _keys(call.arg(0, "keys", "key"), call)
-        presses = int(_number(call.kwargs.get("presses"), call, 1))
-        if presses < 1:
-            raise CodeError(DropReason.MALFORMED_CODE, f"press presses={presses}")
+        presses = int(_number(call.kwargs.get("presses"), call, 1, 1, MAX_PRESSES, whole=True))
         return Action("press", keys=keys, presses=presses)
     if n == "hotkey":
         keys = call.kwargs["keys"] if "keys" in call.kwargs else list(call.args)
-        if len(keys) == 1 and isinstance(keys[0], list | tuple):  # hotkey(['ctrl', 'c'])
-            keys = keys[0]
-        return Action("hotkey", keys=_keys(list(keys), call))
+        if isinstance(keys, list | tuple) and len(keys) == 1 and isinstance(keys[0], list | tuple):
+            keys = keys[0]  # hotkey(['ctrl', 'c'])
+        return Action("hotkey", keys=_keys(keys, call, chord=True))  # hotkey(keys='f5') is one key
     if n == "wait":
-        return Action("wait", seconds=_number(call.arg(0, "seconds", "duration"), call, 1.0))
+        return Action("wait", seconds=_number(call.arg(0, "seconds", "duration"), call, 1.0, 0, MAX_WAIT))
     if n == "terminate":
         status = str(call.arg(0, "status", default="success")).lower()
         status = {"fail": "failure", "failed": "failure", "succeed": "success"}.get(status, status)

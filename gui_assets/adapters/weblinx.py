@@ -5,11 +5,15 @@ Files: `splits.json` at the repo root names the demos of each split (the partiti
 (commonly `demonstrations/`), with entries at the zip root or under `<demo_id>/`:
 `replay.json` and `screenshots/screenshot-N-M.png`. The zip is read in place, one member at a time.
 
-Turns: chat turns are not actions. The instructor's first utterance is the instruction and
-later instructor utterances are appended to it in order (one line each); navigator `say` turns
-are skipped. A browser turn is one step, observed through the screenshot its own `state`
-names, captured when the event fired, before its effect. A turn whose screenshot is missing
-(`missing_screenshot`) or marked `broken` (`broken_screenshot`) is dropped.
+Turns: `type` is chat, browser or extension (the types the WebLINX library knows). Chat turns
+are not actions: the instructor's first utterance is the instruction and later instructor
+utterances are appended to it in order (one line each); navigator utterances are skipped; a
+chat turn of another speaker, or whose utterance is no text, is `malformed_step`. Extension
+turns are the recorder's own events, not demonstrated actions: skipped. A turn with no type or
+another one is `unknown_turn_type`, counted, never passed over. A browser turn is one step,
+observed through the screenshot its own `state` names, captured when the event fired, before
+its effect. A turn whose screenshot is missing (`missing_screenshot`) or marked `broken`
+(`broken_screenshot`) is dropped.
 
 Intents (every one, with its rule; anything else is `unknown_action_verb`):
     click            CLICK at the element box centre, else at the mouse
@@ -30,16 +34,23 @@ Intents (every one, with its rule; anything else is `unknown_action_verb`):
 Coordinates: element boxes and the mouse are CSS px relative to the viewport; screenshots are
 device px. The scale is measured per turn, frame width / viewportWidth (which is the zoom level
 when the frame is in device px and 1 when it is not), falling back to `zoomLevel` (metadata or
-properties) when the viewport is not recorded. Points are normalized by the frame; a box is
-clipped to the frame first, and a box outside it leaves the step ungrounded.
+properties) when the viewport is not recorded (absent or 0). Points are normalized by the
+frame; a box is clipped to the frame first, and a box outside it leaves the step ungrounded.
+
+Numbers are checked where they are read: a viewport in [1, 65536] CSS px, a zoom in [0.1, 10],
+mouse, scroll offsets and boxes within 2**25 CSS px (the largest layout a browser makes). A
+value outside, NaN, infinite or no number drops the step (`malformed_step`), except in a box:
+the step is then located by the mouse, else left ungrounded as `malformed_bbox`.
 
 Drop reasons:
     missing_demo_archive      a demo splits.json lists with no zip in the mirror
     truncated_archive         a demo zip that cannot be opened
     missing_replay            a demo zip without replay.json
     malformed_json            a replay.json that does not parse or has no `data` list
-    malformed_step            a turn that is not an object, or a browser turn missing the
-                              field its intent needs (text, value, url, scroll offsets)
+    malformed_step            a turn that is not an object, a chat turn of no known speaker or
+                              without text, or a browser turn missing the field its intent needs
+                              (text, value, url, scroll offsets) or with a number it cannot use
+    unknown_turn_type         a turn whose type is missing or not chat, browser or extension
     unknown_action_verb       a browser intent outside the table above
     missing_screenshot        a browser turn whose screenshot is not named or not in the zip
     broken_screenshot         a screenshot the recorder marked broken
@@ -82,6 +93,11 @@ from gui_assets.mirror import RawInputError
 REPO_ID = "McGill-NLP/WebLINX-zipped"
 PARTITIONS = ("train", "valid")
 SPLITS_FILE = "splits.json"
+NOT_ACTIONS = ("extension",)  # turn types that are no demonstrated action (besides chat)
+SPEAKERS = ("instructor", "navigator")
+MAX_VIEWPORT = 65_536.0  # CSS px
+ZOOM = (0.1, 10.0)  # browsers zoom from 0.25 (Chrome) or 0.3 (Firefox) to 5
+MAX_CSS_PX = float(2**25)  # the largest layout coordinate a browser makes
 KEYS = {
     "copy": "ctrl+c",
     "paste": "ctrl+v",
@@ -117,14 +133,26 @@ def _norm_intent(intent: Any) -> str:
     return str(intent or "").lower().replace("_", "").strip()
 
 
-def _num(v: Any) -> float | None:
-    if isinstance(v, bool) or not isinstance(v, int | float | str):
+def _num(v: Any, what: str, lo: float = -MAX_CSS_PX, hi: float = MAX_CSS_PX) -> float | None:
+    """A numeric field (numbers, or numeric strings): None when absent, the value when it is a
+    finite number in [lo, hi], else Drop(malformed_step) naming the field."""
+    if v is None:
         return None
     try:
-        f = float(v)
-    except ValueError:
-        return None
-    return f if math.isfinite(f) else None
+        f = float(v) if isinstance(v, int | float | str) and not isinstance(v, bool) else math.nan
+    except (ValueError, OverflowError):  # OverflowError: an int of 400 digits
+        f = math.nan
+    if not (math.isfinite(f) and lo <= f <= hi):
+        raise Drop(DropReason.MALFORMED_STEP, f"{what} {str(v)[:40]}")
+    return f
+
+
+def _viewport(v: Any, what: str) -> float | None:
+    """A viewport side in CSS px: None when not recorded (absent or 0), else in [1, MAX_VIEWPORT]."""
+    f = _num(v, what, 0.0, MAX_VIEWPORT)
+    if f is not None and 0 < f < 1:  # a sliver would scale a point past any frame
+        raise Drop(DropReason.MALFORMED_STEP, f"{what} {f}")
+    return f or None
 
 
 class _Turn:
@@ -144,37 +172,42 @@ class _Turn:
         self.state = state if isinstance(state, dict) else {}
 
     def zoom(self) -> float:
-        z = _num(self.meta.get("zoomLevel")) or _num(self.props.get("zoomLevel"))
-        return z if z and z > 0 else 1.0
+        z = self.meta.get("zoomLevel")
+        z = self.props.get("zoomLevel") if z is None else z
+        return _num(z, "zoomLevel", *ZOOM) or 1.0
 
     def scale(self, width: int, height: int) -> tuple[float, float]:
         """CSS px -> frame px, measured from the frame when the viewport was recorded."""
-        vw, vh = _num(self.meta.get("viewportWidth")), _num(self.meta.get("viewportHeight"))
-        z = self.zoom()
-        return (width / vw if vw else z, height / vh if vh else z)
+        vw, vh = (_viewport(self.meta.get(k), k) for k in ("viewportWidth", "viewportHeight"))
+        return (width / vw if vw else self.zoom(), height / vh if vh else self.zoom())
 
     def tab(self) -> str:
         return str(self.meta.get("tabId", self.props.get("tabId", "-1")))
 
     def mouse(self) -> tuple[float, float] | None:
-        x, y = _num(self.meta.get("mouseX")), _num(self.meta.get("mouseY"))
+        x, y = _num(self.meta.get("mouseX"), "mouseX"), _num(self.meta.get("mouseY"), "mouseY")
         return (x, y) if x is not None and y is not None else None
 
     def box(self) -> tuple[float, float, float, float] | None:
+        """The element's box (None without one, or a hidden one); Drop when a number is bad."""
         b = self.element.get("bbox")
         if not isinstance(b, dict):
             return None
-        left, top = _num(b.get("left", b.get("x"))), _num(b.get("top", b.get("y")))
-        w, h = _num(b.get("width")), _num(b.get("height"))
-        if None in (left, top, w, h) or w <= 0 or h <= 0:  # type: ignore[operator]
+        left = _num(b.get("left", b.get("x")), "bbox left")
+        top = _num(b.get("top", b.get("y")), "bbox top")
+        w, h = _num(b.get("width"), "bbox width"), _num(b.get("height"), "bbox height")
+        if left is None or top is None or w is None or h is None or w <= 0 or h <= 0:
             return None
-        return left, top, w, h  # type: ignore[return-value]
+        return left, top, w, h
 
 
 def locate(t: _Turn, width: int, height: int) -> tuple[tuple[float, float] | None, str]:
     """The turn's point normalized by the frame, or (None, ungrounded reason)."""
     sx, sy = t.scale(width, height)
-    box = t.box()
+    try:
+        box, bad_box = t.box(), False
+    except Drop:
+        box, bad_box = None, True
     if box is not None:
         left, top, w, h = box
         x0, x1 = max(left * sx, 0.0), min((left + w) * sx, float(width))
@@ -188,7 +221,7 @@ def locate(t: _Turn, width: int, height: int) -> tuple[tuple[float, float] | Non
         if not (0 <= x <= width and 0 <= y <= height):
             return None, UngroundedReason.OUTSIDE_SCREENSHOT
         return (x / width, y / height), ""
-    return None, UngroundedReason.NO_CANDIDATE
+    return None, UngroundedReason.MALFORMED_BBOX if bad_box else UngroundedReason.NO_CANDIDATE
 
 
 DROPS = frozenset(
@@ -197,6 +230,7 @@ DROPS = frozenset(
         DropReason.MISSING_REPLAY,
         DropReason.MALFORMED_JSON,
         DropReason.MALFORMED_STEP,
+        DropReason.UNKNOWN_TURN_TYPE,
         DropReason.UNKNOWN_ACTION_VERB,
         DropReason.MISSING_SCREENSHOT,
         DropReason.BROKEN_SCREENSHOT,
@@ -220,7 +254,7 @@ class _Demo:
             raise Drop(DropReason.MISSING_REPLAY, "no replay.json")
         try:
             doc = json.loads(self.zip.read("replay.json").decode("utf-8", errors="replace"))
-        except ValueError:
+        except (ValueError, RecursionError):
             raise Drop(DropReason.MALFORMED_JSON, "replay.json") from None
         if not isinstance(doc, dict) or not isinstance(doc.get("data"), list):
             raise Drop(DropReason.MALFORMED_JSON, "replay.json has no data list")
@@ -275,11 +309,17 @@ def _episode(run: AdapterRun, repo_path: str, demo: _Demo, turns: list[Any]) -> 
             continue
         kind = turn.get("type")
         if kind == "chat":
-            if turn.get("speaker") == "instructor" and isinstance(turn.get("utterance"), str):
-                instruction.append(turn["utterance"].strip())
+            speaker, said = turn.get("speaker"), turn.get("utterance")
+            if speaker not in SPEAKERS or not isinstance(said, str):
+                run.drop(DropReason.MALFORMED_STEP)
+            elif speaker == "instructor":
+                instruction.append(said.strip())
+            continue
+        if kind in NOT_ACTIONS:
             continue
         if kind != "browser":
-            continue  # extension events and the like are not demonstrated actions
+            run.drop(DropReason.UNKNOWN_TURN_TYPE)
+            continue
         t = _Turn(turn)
         if t.intent == "say":
             continue
@@ -370,7 +410,7 @@ def _scroll(
     w: int,
     h: int,
 ) -> GuiStep:
-    sx_new, sy_new = _num(t.args.get("scrollX")), _num(t.args.get("scrollY"))
+    sx_new, sy_new = _num(t.args.get("scrollX"), "scrollX"), _num(t.args.get("scrollY"), "scrollY")
     if sx_new is None and sy_new is None:
         raise Drop(DropReason.MALFORMED_STEP, "scroll without offsets")
     before = offsets.get(tab, (0.0, 0.0))

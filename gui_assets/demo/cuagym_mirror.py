@@ -6,7 +6,10 @@ Rows use every `computer` action name, a batch of two actions in one call (the s
 stale), a shell tool call, the finish tools, `reasoning_content` and `inline_reasoning`, and the
 drops: an `incomplete` row, a validation row identical to a train row, and a row whose
 screenshot is missing. One desktop row uses the local canonical layout: image paths relative
-to the mirror root (`cua-lite/Lite.CUAGym/images/ab/ab....png`).
+to the mirror root (`cua-lite/Lite.CUAGym/images/ab/ab....png`). The `eval` split (a benchmark
+split of sibling cua-lite datasets) holds one row in their older shape: tool calls named by the
+action without the `computer` batch and without ids, metadata with `platform`, `task_type` and
+`extra_tools`; a train row repeats it (dropped as `benchmark_overlap`).
 """
 
 from __future__ import annotations
@@ -75,6 +78,41 @@ def _row(
         )
     messages.append({"role": "assistant", "content": [{"type": "text", "text": "Done."}]})
     return images, messages
+
+
+def _bare_row(platform: str) -> dict[str, Any]:
+    """The eval row, in the older sibling shape."""
+    task = f"{platform}-e1"
+    seed = int(hashlib.md5(task.encode()).hexdigest()[:6], 16)
+    calls = [
+        ("click", {"coordinate": [640, 520]}),
+        ("type", {"text": "report"}),
+        ("terminate", {"status": "success"}),
+    ]
+    images = [_shot(seed)]
+    messages: list[dict[str, Any]] = [
+        {
+            "role": "user",
+            "content": [{"type": "image", "index": 0}, {"type": "text", "text": "Find the report"}],
+        }
+    ]
+    for i, (name, args) in enumerate(calls):
+        call = {"type": "function", "function": {"name": name, "arguments": args}}
+        messages.append({"role": "assistant", "content": [], "tool_calls": [call]})
+        images.append(_shot(seed * 10 + i + 1))
+        messages.append({"role": "tool", "content": [{"type": "image", "index": i + 1}]})
+    meta = {
+        "metadata_kind": "cua",
+        "platform": platform,
+        "task_type": "use",
+        "extra_tools": [],
+        "others": {"task_id": task, "episode_return": 1.0, "os": "ubuntu"},
+    }
+    return {
+        "images": [{"bytes": b, "path": None} for b in images],
+        "messages": json.dumps(messages),
+        "metadata": json.dumps(meta),
+    }
 
 
 def _meta(task: str, platform: str, **others: Any) -> str:
@@ -176,10 +214,12 @@ def rows(platform: str, split: str) -> list[dict[str, Any]]:
 def write_mirror(root: Path) -> Path:
     repo = root / REPO_ID
     for platform in ("desktop", "browser"):
-        for split in ("train", "validation"):
+        for split in ("train", "validation", "eval"):
             folder = repo / platform / "use" / split / f"{platform}.use.demo"
             folder.mkdir(parents=True, exist_ok=True)
-            data = rows(platform, split)
+            data = [_bare_row(platform)] if split == "eval" else rows(platform, split)
+            if split == "train":
+                data.append(_bare_row(platform))  # the benchmark row again: never training data
             if platform == "desktop" and split == "validation":
                 # the local canonical layout: content-addressed image paths relative to the mirror root
                 local = data[1]

@@ -26,7 +26,7 @@ from gui_assets.stats import BuildStats
 from gui_assets_tests.conftest import page_bytes, run_adapter
 
 REPO = agentnet.REPO_ID
-SAMPLES = Path(__file__).resolve().parents[3] / "shared" / "samples" / "agentnet"
+SAMPLES = Path(__file__).resolve().parents[1] / "samples" / "agentnet"
 
 
 def row(task_id: str, codes: list[str], images: list[str] | None = None, **extra: Any) -> dict[str, Any]:
@@ -260,3 +260,129 @@ def test_demo_partitions_build_main_and_val_shards_with_the_holdout_recorded(dem
         thoughts = [t.decode() for n in f["data"] for t in f["data"][n]["step_thought"][:]]
     assert "Zürich weather ✓\n" in texts and "alt+å" in texts
     assert all(thoughts)
+
+
+def test_hotkey_names_in_any_case_are_stored_in_pyautogui_lower_case(tmp_path):
+    codes = [
+        "pyautogui.hotkey(['CTRL', 'c'])",
+        "pyautogui.hotkey(keys=['ctrl', 'F'])",
+        "pyautogui.hotkey('Alt', 'F4')",
+        "pyautogui.press('Enter')",
+        "pyautogui.press(['Tab', 'A'])",
+    ]
+    root = write_agentnet(tmp_path, "ubuntu", [row("k", codes)], [])
+    (ep,), stats = run(root, "ubuntu", tmp_path)
+    assert [(s.action_type.name, s.text) for s in ep.steps] == [
+        ("PRESS_KEY", "ctrl+c"),
+        ("PRESS_KEY", "ctrl+f"),
+        ("PRESS_KEY", "alt+f4"),
+        ("PRESS_ENTER", "enter"),
+        ("PRESS_KEY", "tab A"),  # a character pressed alone keeps its case: it types a capital
+    ]
+    assert not stats.drops
+
+
+def test_points_land_on_their_targets_in_a_screenshot_smaller_than_the_screen(tmp_path):
+    """A 1920x1080 desktop captured at 1280x720: normalized coordinates need no rescaling."""
+    from PIL import Image, ImageDraw
+
+    screen, shot_size = (1920, 1080), (1280, 720)
+    target = (1500, 800, 1620, 860)  # the button on the real screen, in its px
+    cx, cy = (target[0] + target[2]) / 2 / screen[0], (target[1] + target[3]) / 2 / screen[1]
+    code = f"pyautogui.click(x={cx:.4f}, y={cy:.4f})"
+    root = write_agentnet(
+        tmp_path,
+        "ubuntu",
+        [row("small", [code, "computer.terminate(status='success')"])],
+        [],
+        skip={"small-0.png"},
+    )
+    im = Image.new("RGB", shot_size, (250, 250, 252))
+    sx, sy = shot_size[0] / screen[0], shot_size[1] / screen[1]
+    ImageDraw.Draw(im).rectangle(
+        [target[0] * sx, target[1] * sy, target[2] * sx, target[3] * sy], fill=(220, 30, 30)
+    )
+    im.save(root / REPO / "ubuntu_images" / "small-0.png")
+    (ep,), _ = run(root, "ubuntu", tmp_path / "adapter")
+    click = ep.steps[0]
+    assert (click.observation.width, click.observation.height) == shot_size
+    assert click.params[:2] == pytest.approx((0.8125, 0.7685))
+    build_directory(AGENTNET, "ubuntu", tmp_path / "out", RawSettings(mode="mirror", mirror=root))
+    shards = shard_reader.shard_files(tmp_path / "out" / "agentnet_ubuntu", "agentnet_ubuntu")
+    with h5py.File(shards[0]) as f:
+        frame = f["data/demo_0/obs/agentview_rgb"][0]
+        x, y = f["data/demo_0/action_params"][0, :2]
+    assert frame.shape == (720, 1280, 3)
+    assert frame[round(y * 719), round(x * 1279)].tolist() == [220, 30, 30]  # on the button
+
+
+@pytest.mark.parametrize(
+    ("index", "kept"),
+    [
+        (3.0, True),  # a whole float is that index
+        (None, False),
+        ("3", False),
+        (True, False),
+        (2.5, False),
+        (-1, False),
+        (float("nan"), False),
+        (float("inf"), False),
+        (float("-inf"), False),
+        (10**30, False),
+    ],
+)
+def test_a_traj_item_without_a_usable_index_is_counted_not_reordered(tmp_path, index, kept):
+    r = row("ix", ["pyautogui.click(x=0.1, y=0.1)", "pyautogui.click(x=0.2, y=0.2)", "computer.wait()"])
+    r["traj"][1]["index"] = index
+    root = write_agentnet(tmp_path, "ubuntu", [r], [])
+    (ep,), stats = run(root, "ubuntu", tmp_path)
+    if kept:
+        assert [s.desc for s in ep.steps] == ["click(0.10, 0.10)", "wait(1)", "click(0.20, 0.20)"]
+        assert not stats.drops
+    else:
+        assert [s.desc for s in ep.steps] == ["click(0.10, 0.10)", "wait(1)"]
+        assert stats.drops == {"malformed_step": 1}
+
+
+@pytest.mark.parametrize(
+    ("score", "kept"),
+    [
+        (7, True),
+        (None, True),
+        (0.0, True),
+        (10, True),
+        (float("nan"), False),
+        (float("inf"), False),
+        (float("-inf"), False),
+        (-1, False),
+        (11, False),
+        (10**30, False),
+        ("7", False),
+    ],
+)
+@pytest.mark.parametrize("key", ["alignment_score", "efficiency_score", "task_difficulty"])
+def test_trajectory_scores_are_null_or_on_the_0_to_10_scale(tmp_path, key, score, kept):
+    root = write_agentnet(tmp_path, "ubuntu", [row("sc", ["computer.wait()"], **{key: score})], [])
+    eps, stats = run(root, "ubuntu", tmp_path)
+    assert len(eps) == int(kept) and stats.drops == ({} if kept else {"malformed_record": 1})
+
+
+def test_hostile_lines_are_counted_never_raised(tmp_path):
+    """A line nested past the recursion limit, a line whose JSON has Infinity, a metadata line
+    with a task_id that is no string, a huge integer literal in the code."""
+    rows = [
+        row("ok", ["pyautogui.click(x=1" + "0" * 400 + ", y=0.5)", "computer.wait()"]),
+        row("inf", ["pyautogui.click(x=0.5, y=0.5)"], alignment_score=float("inf")),
+    ]
+    root = write_agentnet(tmp_path, "ubuntu", rows, [{"task_id": 5, "system": "Ubuntu"}])
+    traj = root / REPO / "agentnet_ubuntu_test.jsonl"
+    traj.write_text(traj.read_text() + "[" * 100_000 + "]" * 100_000 + "\n")
+    assert "Infinity" in traj.read_text()
+    (ep,), stats = run(root, "ubuntu", tmp_path)
+    assert [s.desc for s in ep.steps] == ["wait(1)"]
+    assert stats.drops == {
+        "coordinate_out_of_range": 1,
+        "malformed_record": 1,
+        "malformed_json": 1,
+        "malformed_metadata_line": 1,
+    }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -322,3 +323,73 @@ def test_refs_convert_parquet_layout_is_read_too(tmp_path, folder):
     )
     eps, _ = run(tmp_path / "mirror", tmp_path, split="test_task")
     assert len(eps) == 1 and eps[0].steps[0].ref.file == f"{folder}/0000.parquet"  # not train's file
+
+
+# --- hostile numbers -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        math.nan,
+        math.inf,
+        -math.inf,
+        -5,
+        10**30,
+        1e300,
+        "nan",
+        "inf",
+        "-inf",
+        "1e400",
+        "1" + "0" * 30,
+        "9" * 5000,
+    ],
+)
+def test_parse_index_refuses_nan_inf_negative_and_huge(value):
+    with pytest.raises(ValueError):
+        parse_index(value)
+
+
+@pytest.mark.parametrize("index", ["nan", "inf", "-inf", "-5", "1" + "0" * 30, "100001"])
+def test_a_row_with_an_unusable_index_is_malformed_and_its_task_kept(write_m2w, tmp_path, index):
+    shot = page_bytes()
+    rows = [m2w_row("t", "0", screenshot=shot), m2w_row("t", index, screenshot=shot)]
+    (ep,), stats = run(write_m2w([rows]), tmp_path)
+    assert len(ep.steps) == 1 and stats.drops == {"malformed_step": 1}
+
+
+@pytest.mark.parametrize(
+    ("rect", "reason"),
+    [
+        ("nan,100,200,50", "malformed_bbox"),
+        ("100,inf,200,50", "malformed_bbox"),
+        ("-inf,100,200,50", "malformed_bbox"),
+        ("1e400,100,200,50", "malformed_bbox"),  # parses to infinity
+        ("100,100,1e400,50", "malformed_bbox"),
+        ("1e300,100,200,50", "outside_viewport_x"),  # finite: a box far right of the page
+        ("100,1e300,200,50", "outside_screenshot"),
+        ("1e308,1e308,1e308,1e308", "outside_screenshot"),  # x + w overflows to inf: still off the page
+        ("100,100,-200,50", "hidden_element"),  # no positive size
+    ],
+)
+def test_bounding_boxes_with_nan_inf_or_huge_values_are_ungrounded_by_name(rect, reason):
+    target = locate_target([candidate(rect)], 1280, 4000, 1280)
+    assert target.ungrounded == reason
+
+
+def test_a_box_reaching_left_of_the_page_is_clipped_not_refused():
+    target = locate_target([candidate("-100,100,300,50")], 1280, 4000, 1280)
+    assert (target.x, target.y, target.ungrounded) == (100.0, 125.0, "")
+
+
+def test_json_nested_past_the_recursion_limit_is_counted(write_m2w, tmp_path):
+    deep = "[" * 100_000 + "]" * 100_000
+    shot = page_bytes()
+    rows = [
+        m2w_row("t", "0", screenshot=shot, operation=deep),
+        m2w_row("t", "1", screenshot=shot, pos_candidates=[deep]),
+        m2w_row("t", "2", screenshot=shot),
+    ]
+    (ep,), stats = run(write_m2w([rows]), tmp_path)
+    assert stats.drops == {"malformed_step": 1}
+    assert [s.ungrounded_reason for s in ep.steps] == ["malformed_bbox", ""]

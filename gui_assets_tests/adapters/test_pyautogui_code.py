@@ -9,7 +9,7 @@ import pytest
 
 from gui_assets.adapters.pyautogui_code import Action, CodeError, parse_action
 
-SAMPLES = Path(__file__).resolve().parents[3] / "shared" / "samples" / "agentnet"
+SAMPLES = Path(__file__).resolve().parents[1] / "samples" / "agentnet"
 
 
 @pytest.mark.parametrize(
@@ -50,7 +50,17 @@ SAMPLES = Path(__file__).resolve().parents[3] / "shared" / "samples" / "agentnet
         ("pyautogui.press(['left', 'left'])", Action("press", keys=("left", "left"))),
         ("pyautogui.hotkey(['ctrl', 'c'])", Action("hotkey", keys=("ctrl", "c"))),
         ("pyautogui.hotkey('ctrl', 'shift', 't')", Action("hotkey", keys=("ctrl", "shift", "t"))),
-        ("pyautogui.hotkey(keys=['ctrl', 'F'])", Action("hotkey", keys=("ctrl", "F"))),
+        ("pyautogui.hotkey(keys=['ctrl', 'F'])", Action("hotkey", keys=("ctrl", "f"))),
+        ("pyautogui.hotkey(['CTRL', 'c'])", Action("hotkey", keys=("ctrl", "c"))),
+        ("pyautogui.hotkey('Ctrl', 'Shift', 'T')", Action("hotkey", keys=("ctrl", "shift", "t"))),
+        ("pyautogui.hotkey(['alt', 'Å'])", Action("hotkey", keys=("alt", "å"))),
+        ("pyautogui.hotkey(keys='F5')", Action("hotkey", keys=("f5",))),  # one key, not its letters
+        ("pyautogui.press('Enter')", Action("press", keys=("enter",))),
+        (
+            "pyautogui.press(['PageDown', 'A'])",
+            Action("press", keys=("pagedown", "A")),
+        ),  # 'A' types a capital
+        ("pyautogui.click(x=0.5, y=0.5, clicks=3.0)", Action("click", point=(0.5, 0.5), clicks=3)),
         ("pyautogui.hotkey(['alt', 'å'])", Action("hotkey", keys=("alt", "å"))),
         ("computer.wait()", Action("wait", seconds=1.0)),
         ("computer.wait(2)", Action("wait", seconds=2.0)),
@@ -96,6 +106,11 @@ def test_every_call_form(code, want):
         ("pyautogui.press(keys=[])", "malformed_code"),
         ("pyautogui.click(*[0.1, 0.2])", "malformed_code"),
         ("pyautogui.click(x=0.1, y=0.1)\x00", "unparseable_code"),
+        ("pyautogui.click(x=" + "-" * 200_000 + "1, y=0.1)", "unparseable_code"),  # MemoryError in ast
+        ("pyautogui.click(x=" + "(" * 300 + "0.1" + ")" * 300 + ", y=0.1)", "unparseable_code"),
+        ("pyautogui.click(x=1" + "0" * 400 + ", y=0.1)", "coordinate_out_of_range"),  # no OverflowError
+        ("pyautogui.click(x=1e999, y=0.1)", "malformed_code"),
+        ("pyautogui.hotkey(keys=['ctrl', 3])", "malformed_code"),
     ],
 )
 def test_refusals_name_their_reason(code, reason):
@@ -128,3 +143,65 @@ def test_every_step_of_the_real_samples_parses():
     actions = {s["step_num"]: parse_action(s["action"]) for s in mac["steps"]}
     assert actions[1] == Action("type", text="SPOTIFY\n")
     assert actions[7] == Action("scroll", point=(0.4496, 0.7349), amount=(0.0, -54.0))
+
+
+HOSTILE = {"nan": "float('nan')", "inf": "1e999", "-inf": "-1e999", "negative": "-2", "huge": "1" + "0" * 400}
+
+
+@pytest.mark.parametrize("value", HOSTILE.values(), ids=HOSTILE.keys())
+@pytest.mark.parametrize(
+    "template",
+    [
+        "pyautogui.click(x=0.5, y=0.5, clicks={})",
+        "pyautogui.press('down', presses={})",
+        "computer.wait({})",
+        "pyautogui.click(x={}, y=0.5)",
+        "pyautogui.moveTo(x=0.5, y={})\npyautogui.dragTo(x=0.6, y=0.6)",
+    ],
+    ids=["clicks", "presses", "wait", "x", "drag_start_y"],
+)
+def test_every_guarded_number_refuses_nan_inf_negative_and_huge(template, value):
+    with pytest.raises(CodeError) as e:
+        parse_action(template.format(value))
+    finite = value in (HOSTILE["negative"], HOSTILE["huge"])  # a real number, off the screen
+    coordinate = finite and template.startswith(("pyautogui.click(x={}", "pyautogui.moveTo"))
+    # float('nan') is a call, never evaluated: refused like any other argument that is no literal
+    assert e.value.reason == ("coordinate_out_of_range" if coordinate else "malformed_code")
+
+
+@pytest.mark.parametrize("value", ["float('nan')", "1e999", "-1e999", "1" + "0" * 400, "-1" + "0" * 400, "0"])
+@pytest.mark.parametrize("verb", ["scroll", "hscroll"])
+def test_scroll_amounts_must_be_finite_non_zero_and_bounded(verb, value):
+    with pytest.raises(CodeError) as e:
+        parse_action(f"pyautogui.{verb}({value})")
+    assert e.value.reason == "malformed_code"
+
+
+@pytest.mark.parametrize(
+    ("code", "want"),
+    [
+        ("pyautogui.scroll(-10000)", Action("scroll", amount=(0.0, -10000.0))),
+        ("pyautogui.press('a', presses=1000)", Action("press", keys=("a",), presses=1000)),
+        ("computer.wait(0)", Action("wait", seconds=0.0)),
+        ("computer.wait(3600)", Action("wait", seconds=3600.0)),
+    ],
+)
+def test_the_bounds_themselves_are_accepted(code, want):
+    assert parse_action(code) == want
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "pyautogui.click(x=0.5, y=0.5, clicks=2.5)",
+        "pyautogui.click(x=0.5, y=0.5, clicks=4)",
+        "pyautogui.click(x=0.5, y=0.5, clicks=True)",
+        "pyautogui.press('a', presses=1001)",
+        "pyautogui.scroll(10001)",
+        "computer.wait(3601)",
+    ],
+)
+def test_fractional_counts_and_values_past_the_bounds_are_malformed(code):
+    with pytest.raises(CodeError) as e:
+        parse_action(code)
+    assert e.value.reason == "malformed_code"

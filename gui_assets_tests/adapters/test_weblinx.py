@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import h5py
 import numpy as np
@@ -21,7 +23,7 @@ from gui_assets.stats import BuildStats
 from gui_assets_tests.conftest import page_bytes, run_adapter
 
 REPO = weblinx.REPO_ID
-SAMPLE_SPLITS = Path(__file__).resolve().parents[3] / "shared" / "samples" / "weblinx" / "splits.json"
+SAMPLE_SPLITS = Path(__file__).resolve().parents[1] / "samples" / "weblinx" / "splits.json"
 
 
 def write_demo(
@@ -201,3 +203,144 @@ def test_hub_mode_fetches_splits_json_then_only_the_splits_demos(demo_mirror, tm
         )
     assert got == ["demoval.zip", "demozzz.zip", "splits.json"]  # not train's or test_iid's demos
     assert info.build["upstream"]["revision"] == hub.state.commit and info.stats["episodes_out"] == 2
+
+
+# --- turn types and hostile numbers --------------------------------------------------------
+
+
+def one_demo(
+    tmp_path: Path, turns: list[dict], demo_id: str = "hostile"
+) -> tuple[GuiEpisode | None, BuildStats]:
+    root = write_demo(
+        tmp_path / "m",
+        demo_id,
+        turns,
+        sizes={t["state"]["screenshot"]: (1000, 500) for t in turns if t.get("state")},
+    )
+    eps, stats = run(root, tmp_path)
+    return (eps[0] if eps else None), stats
+
+
+def click(shot: str = "s0.png", **kw: Any) -> dict:
+    kw.setdefault("box", (100, 100, 50, 20))
+    return _browser("click", shot, vw=kw.pop("vw", 1000), vh=kw.pop("vh", 500), **kw)
+
+
+def test_a_turn_whose_type_was_deleted_is_counted_not_lost(tmp_path):
+    """The known case: deleting `type` from a replay turn lost that turn silently."""
+    untyped = click("s1.png")
+    del untyped["type"]
+    ep, stats = one_demo(tmp_path, [_chat("instructor", "go", 0), click("s0.png"), untyped, click("s2.png")])
+    assert len(ep.steps) == 2 and stats.drops == {"unknown_turn_type": 1}
+
+
+@pytest.mark.parametrize(
+    ("kind", "drops"),
+    [
+        ("extension", {}),
+        ("popup", {"unknown_turn_type": 1}),
+        (None, {"unknown_turn_type": 1}),
+        (3, {"unknown_turn_type": 1}),
+    ],
+)
+def test_turn_types_chat_browser_extension_and_the_rest(tmp_path, kind, drops):
+    other = {"type": kind, "timestamp": 3, "event": "recording paused"}
+    ep, stats = one_demo(tmp_path, [_chat("instructor", "go", 0), other, click()])
+    assert len(ep.steps) == 1 and stats.drops == drops
+
+
+@pytest.mark.parametrize(
+    "turn",
+    [
+        {"type": "chat", "speaker": "narrator", "utterance": "hi", "timestamp": 1},
+        {"type": "chat", "speaker": "instructor", "timestamp": 1},
+        {"type": "chat", "speaker": "instructor", "utterance": 7, "timestamp": 1},
+    ],
+)
+def test_a_chat_turn_of_no_known_speaker_or_without_text_is_counted(tmp_path, turn):
+    ep, stats = one_demo(tmp_path, [_chat("instructor", "go", 0), turn, _chat("navigator", "ok", 2), click()])
+    assert ep.instruction == "go" and stats.drops == {"malformed_step": 1}
+
+
+HOSTILE = {
+    "nan": math.nan,
+    "inf": math.inf,
+    "-inf": -math.inf,
+    "negative": -5,
+    "huge": 10**400,
+    "text": "wide",
+}
+
+
+def _set(turn: dict, path: str, value: Any) -> dict:
+    *parents, key = path.split(".")
+    node = turn["action"]["arguments"]
+    for p in parents:
+        node = node[p]
+    node[key] = value
+    return turn
+
+
+@pytest.mark.parametrize(
+    "value", [*HOSTILE.values(), 5e-324, 0.05], ids=[*HOSTILE.keys(), "denormal", "sliver"]
+)
+@pytest.mark.parametrize("field", ["metadata.viewportWidth", "metadata.viewportHeight", "metadata.zoomLevel"])
+def test_viewport_and_zoom_must_be_positive_finite_and_sane(tmp_path, field, value):
+    turn = click()
+    if field.endswith("zoomLevel"):  # the zoom is read when the viewport is not recorded
+        del turn["action"]["arguments"]["metadata"]["viewportWidth"]
+    ep, stats = one_demo(tmp_path, [_set(turn, field, value), click("s1.png")])
+    assert len(ep.steps) == 1 and stats.drops == {"malformed_step": 1}
+
+
+@pytest.mark.parametrize("value", HOSTILE.values(), ids=HOSTILE.keys())
+@pytest.mark.parametrize("field", ["metadata.mouseX", "metadata.mouseY", "scrollY", "scrollX"])
+def test_mouse_and_scroll_offsets_must_be_finite_and_within_a_page(tmp_path, field, value):
+    if field.startswith("scroll"):
+        turn = _browser(
+            "scroll", "s0.png", vw=1000, vh=500, mouse=(500, 250), args={"scrollX": 0, "scrollY": 300}
+        )
+    else:
+        turn = _browser("click", "s0.png", vw=1000, vh=500, mouse=(500, 250))  # no box: the mouse locates it
+    ep, stats = one_demo(tmp_path, [_set(turn, field, value), click("s1.png")])
+    if value == -5:  # a real number: a pointer left of the page, a scroll offset (RTL pages go negative)
+        assert len(ep.steps) == 2 and not stats.drops
+        if field.startswith("metadata"):
+            assert ep.steps[0].ungrounded_reason == "outside_screenshot"
+    else:
+        assert len(ep.steps) == 1 and stats.drops == {"malformed_step": 1}
+
+
+@pytest.mark.parametrize(
+    "value", [math.nan, math.inf, -math.inf, 10**400, "wide"], ids=["nan", "inf", "-inf", "huge", "text"]
+)
+@pytest.mark.parametrize("field", ["left", "top", "width", "height"])
+def test_a_box_with_a_bad_number_falls_back_to_the_mouse_else_is_ungrounded(tmp_path, field, value):
+    with_mouse = click(mouse=(250, 125))
+    without = click("s1.png")
+    for turn in (with_mouse, without):
+        _set(turn, f"element.bbox.{field}", value)
+        if field in ("left", "top"):
+            _set(turn, f"element.bbox.{'x' if field == 'left' else 'y'}", value)
+    ep, stats = one_demo(tmp_path, [with_mouse, without])
+    assert not stats.drops
+    assert ep.steps[0].params[:2] == pytest.approx((0.25, 0.25)) and ep.steps[0].mask == POINT_MASK
+    assert (ep.steps[1].mask, ep.steps[1].ungrounded_reason) == (NO_MASK, "malformed_bbox")
+
+
+def test_a_replay_nested_past_the_recursion_limit_is_malformed_json(tmp_path):
+    root = write_demo(tmp_path / "m", "deepone", [click()])
+    with zipfile.ZipFile(root / REPO / "demonstrations" / "deepone.zip", "w") as z:
+        z.writestr("replay.json", '{"data": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    eps, stats = run(root, tmp_path)
+    assert not eps and stats.drops == {"malformed_json": 1}
+
+
+def test_a_zero_viewport_is_not_recorded_and_the_zoom_scales_instead(tmp_path):
+    turn = _set(
+        _set(click(box=(100, 100, 50, 20), zoom=2.0), "metadata.viewportWidth", 0),
+        "metadata.viewportHeight",
+        "0",
+    )
+    ep, stats = one_demo(tmp_path, [turn])
+    assert ep.steps[0].params[:2] == pytest.approx((125 * 2 / 1000, 110 * 2 / 500)) and not stats.drops
