@@ -61,6 +61,12 @@ class DropReason(enum.StrEnum):
         "the events document a record names is not there",
     )
     UNSAFE_REFERENCE = ("unsafe_reference", Unit.RECORD, "a record's reference leaves the repository folder")
+    REFUSED_URL = (
+        "refused_url",
+        Unit.RECORD,
+        "a record's document URL that may not be fetched: not https, a host not allowed, over the size cap",
+    )
+    DUPLICATE_ID = ("duplicate_id", Unit.RECORD, "a record whose id an earlier record had (another export)")
     UNKNOWN_MESSAGE_TYPE = (
         "unknown_message_type",
         Unit.RECORD,
@@ -104,6 +110,11 @@ class DropReason(enum.StrEnum):
         "unsafe_screenshot_reference",
         Unit.STEP,
         "a screenshot reference that leaves the repository folder",
+    )
+    REFUSED_SCREENSHOT_URL = (
+        "refused_screenshot_url",
+        Unit.STEP,
+        "a screenshot URL that may not be fetched: not https, a host not allowed, over the size cap",
     )
     UNKNOWN_ACTION_VERB = ("unknown_action_verb", Unit.STEP, "an action the source's mapping does not know")
     UNKNOWN_TURN_TYPE = ("unknown_turn_type", Unit.STEP, "a turn whose type is missing or outside the table")
@@ -151,6 +162,11 @@ class DropReason(enum.StrEnum):
     )
     MOUSEOVER = ("mouseover", Unit.EVENT, "a mouseover event (pointer noise unless pango_hover)")
     UNPAIRED_DRAG = ("unpaired_drag", Unit.EVENT, "a drag start or end without its other half")
+    MALFORMED_TIMESTAMP = (
+        "malformed_timestamp",
+        Unit.EVENT,
+        "an event whose timestamp is missing, no finite number, negative or absurd",
+    )
 
 
 class UngroundedReason(enum.StrEnum):

@@ -12,6 +12,12 @@ or the git blob id on the hub; the sha256 in a mirror): a partition's `version` 
 its entries' paths, sizes and oids, which `gui_assets.upstream` computes the same way from the
 hub's file listing without downloading anything, so an observation of the upstream and the
 raw asset's data version agree exactly when the partition's files are unchanged.
+
+Files the records name by URL outside the hub (fetched in hub mode by `gui_assets.remote`) are
+recorded apart: `remote` entries, whose `path` is the URL, with the cached copy's size and
+sha256, and `refused`, the URLs without a copy and why (`remote.Refusal` values). They are not
+part of `version` (an observation of the repository cannot see them), but they are in the
+manifest and in dataset_info.json's upstream block.
 """
 
 from __future__ import annotations
@@ -136,6 +142,8 @@ class RawPartition:
     files: list[RawFile] = field(default_factory=list)
     root: Path = Path()  # the repo's local root: <mirror>/<owner>/<repo>, or the hub snapshot
     partition: str = ""  # the partition key these files were fetched for
+    remote: list[RawFile] = field(default_factory=list)  # fetched URL copies; path = the URL
+    refused: dict[str, str] = field(default_factory=dict)  # URL -> why it has no copy
 
     @property
     def version(self) -> str:
@@ -160,6 +168,8 @@ class RawPartition:
             "root": str(self.root),
             "partition": self.partition,
             "files": [f.to_dict() for f in self.files],
+            **({"remote": [f.to_dict() for f in self.remote]} if self.remote else {}),
+            **({"refused": self.refused} if self.refused else {}),
         }
 
     @classmethod
@@ -177,6 +187,10 @@ class RawPartition:
             ],
             root=Path(d.get("root", "")),
             partition=d.get("partition", ""),
+            remote=[
+                RawFile(f["path"], Path(f["local"]), f["size"], f["sha256"]) for f in d.get("remote", [])
+            ],
+            refused=dict(d.get("refused", {})),
         )
 
     def write(self, path: Path) -> None:
@@ -201,6 +215,12 @@ class RawPartition:
                 }
                 for f in self.files
             ],
+            **(
+                {"remote": [{"url": f.path, "size": f.size, "sha256": f.sha256} for f in self.remote]}
+                if self.remote
+                else {}
+            ),
+            **({"refused": self.refused} if self.refused else {}),
         }
 
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # types only: a stage imports just what it runs (its code_version follows imports)
     from gui_assets.assembly import AdapterRun
     from gui_assets.ir import GuiEpisode
+    from gui_assets.mirror import RawPartition
     from gui_assets.splits import SplitRule
 
 Adapter = Callable[["AdapterRun"], Iterator["GuiEpisode"]]
@@ -56,6 +57,11 @@ class SourceSpec:
     split_role: str | Mapping[str, str] = "train"
     # Hosts outside the hub the source's records name files on (https only), fetched in hub mode.
     remote_hosts: tuple[str, ...] = ()
+    # For sources whose records name files outside their own files (Pango's events documents and
+    # screenshots): (the partition fetched so far, {URL: local copy} fetched so far) -> every
+    # reference the records make, an https URL or a repo path. The raw stage (hub mode) calls it
+    # until it names nothing new: URLs are fetched from remote_hosts, repo paths from the hub.
+    remote_files: Callable[[RawPartition, Mapping[str, Path]], list[str]] | None = None
 
     def __post_init__(self) -> None:
         platforms = self.platform.values() if isinstance(self.platform, Mapping) else [self.platform]
