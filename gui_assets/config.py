@@ -50,6 +50,11 @@ class BuildConfig:
     # Everything the shard writer holds decoded at once (pages being cropped, chunks read ahead);
     # a page that alone needs more is left out by name (frame_over_budget), never decoded.
     decode_budget_mb: int = 512
+    # [H, W] every agentview frame of the build is resized to, so whole directories (and all of
+    # them together) batch in one DataLoader; None keeps each demo's native size (one size per
+    # shard either way). The eye-in-hand crop is always cut at native pixels; native_hw keeps
+    # each step's source size.
+    agentview_hw: tuple[int, int] | None = None
 
     def __post_init__(self) -> None:
         if self.shard_cap_bytes <= 0:
@@ -62,6 +67,11 @@ class BuildConfig:
             raise ValueError("frame_codec 'isal' needs the isal package (pip install isal)")
         if not 0 <= self.isal_level <= 3:
             raise ValueError("isal_level must be 0..3")
+        if self.agentview_hw is not None:
+            hw = tuple(int(v) for v in self.agentview_hw)
+            if len(hw) != 2 or not all(16 <= v <= 8192 for v in hw):
+                raise ValueError("agentview_hw must be [H, W], each 16..8192")
+            object.__setattr__(self, "agentview_hw", hw)
         if self.decode_budget_mb < 64:
             raise ValueError("decode_budget_mb must be at least 64")
         if not 0 < self.scroll_step_fraction <= 1:

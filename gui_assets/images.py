@@ -213,3 +213,21 @@ def decode_rgb(data: bytes, rows: int | None = None) -> np.ndarray:
             return arr if rows is None else arr[:rows]
     except _DECODE_ERRORS as e:
         raise ImageError(DropReason.UNDECODABLE_IMAGE, f"{type(e).__name__}: {e}") from e
+
+
+def window_pixels(page: np.ndarray, left: int, top: int, width: int, height: int) -> np.ndarray:
+    """The (height, width) window of a decoded page at (left, top). Where the window reaches past
+    the page's bottom or right edge (a Mind2Web page shorter than the browser's viewport), the
+    rest is the page's background, the most common colour of its last row: never a shorter frame.
+    A window that starts outside the page is our bug, not the data's: ImageError names it."""
+    page_h, page_w = page.shape[:2]
+    if left < 0 or top < 0 or left >= page_w or top >= page_h:
+        raise ImageError(DropReason.UNDECODABLE_IMAGE, f"window {width}x{height}+{left}+{top} outside image")
+    window = page[top : top + height, left : left + width]
+    if window.shape[:2] == (height, width):
+        return window
+    colours, counts = np.unique(page[-1].reshape(-1, 3), axis=0, return_counts=True)
+    out = np.empty((height, width, 3), np.uint8)
+    out[:] = colours[int(np.argmax(counts))]
+    out[: window.shape[0], : window.shape[1]] = window
+    return out

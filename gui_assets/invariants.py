@@ -29,7 +29,7 @@ from PIL import Image
 
 from gui_assets.cursor import EYE_SIZE, SCREEN_CENTRE, eye_rect, eye_window, inside, next_cursor
 from gui_assets.episode_store import STEPS_FILE, ImageStore
-from gui_assets.images import ImageError, decode_rgb
+from gui_assets.images import ImageError, decode_rgb, window_pixels
 from gui_assets.ir import ACTION_TYPE_NAMES, POINTER_TYPES, ActionType, allowed_masks, view_direction
 from gui_assets.shard_reader import (
     ThreadedCompare,
@@ -140,7 +140,7 @@ def _frame_mismatch(
     """None when a stored frame is its step's observation in the IR, else what is wrong."""
     _, chunk, shape, (sha, ext, left, top, w, h) = job
     try:
-        want = decode_rgb(images.get(sha, ext), top + h)[top : top + h, left : left + w]
+        want = window_pixels(decode_rgb(images.get(sha, ext), top + h), left, top, w, h)
     except (ImageError, OSError):
         return "IR screenshot unreadable"
     if want.shape[:2] != shape[:2]:

@@ -82,15 +82,20 @@ class ShardEntry:
     steps: int
     bytes: int
     sha256: str
+    # [H, W] of every agentview frame in the shard (one size per shard: a shard batches)
+    frame_hw: list[int] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        d: dict[str, Any] = {
             "file": self.file,
             "demos": self.demos,
             "steps": self.steps,
             "bytes": self.bytes,
             "sha256": self.sha256,
         }
+        if self.frame_hw is not None:
+            d["frame_hw"] = list(self.frame_hw)
+        return d
 
 
 @dataclass(slots=True)

@@ -30,12 +30,12 @@ from gui_assets.config import BuildConfig, frame_deflater
 from gui_assets.cursor import EYE_SIZE
 from gui_assets.episode_store import STEPS_FILE, ImageStore, iter_episodes, read_episode_table
 from gui_assets.errors import EmptyPartitionError
-from gui_assets.images import ImageError, decode_rgb, image_size
+from gui_assets.images import ImageError, decode_rgb, image_size, window_pixels
 from gui_assets.layout import OutLayout, ShardEntry, shard_name, shard_pattern
 from gui_assets.shard_records import PlannedUnit, PublishError, ShardManifest, ShardPlan, UnitResult
 from gui_assets.splits import MAIN, VAL
 from gui_assets.stats import BuildStats
-from gui_assets.writers.frames import crop_window
+from gui_assets.writers.frames import frame_size
 from gui_assets.writers.libero_hdf5 import LiberoShardWriter
 
 PLAN_FILE = "shard_plan.json"
@@ -73,7 +73,7 @@ def estimate_bytes_per_step(layout: OutLayout, directory: str, config: BuildConf
             if 4 * width * bottom > config.decode_budget_bytes:
                 continue  # the writer leaves such a page out; it says nothing of the others
             page = decode_rgb(data, bottom)
-            frame = crop_window(page, r["obs_left"], r["obs_top"], r["obs_width"], r["obs_height"])
+            frame = window_pixels(page, r["obs_left"], r["obs_top"], r["obs_width"], r["obs_height"])
         except (ImageError, OSError):
             continue  # the writer will drop it; the estimate needs only the usable ones
         eye = frame[:EYE_SIZE, :EYE_SIZE]
@@ -82,31 +82,41 @@ def estimate_bytes_per_step(layout: OutLayout, directory: str, config: BuildConf
     return float(np.mean(sizes)) if sizes else 1.0
 
 
+def _frame_sizes(layout: OutLayout, directory: str, config: BuildConfig) -> dict[str, tuple[int, int]]:
+    """Each episode's frame size, as the writer will make it (writers.frames.frame_size)."""
+    cols = ["episode_id", "obs_width", "obs_height"]
+    sizes: dict[str, list[tuple[int, int]]] = {}
+    for r in pq.read_table(layout.episodes(directory) / STEPS_FILE, columns=cols).to_pylist():
+        sizes.setdefault(r["episode_id"], []).append((r["obs_height"], r["obs_width"]))
+    return {e: frame_size(hw, config.agentview_hw) for e, hw in sizes.items()}
+
+
 def plan_shards(layout: OutLayout, directory: str, config: BuildConfig, parts: dict[str, str]) -> ShardPlan:
-    """Group the IR's episodes (in stored order, per split part) into units of about a shard."""
+    """Group the IR's episodes into units of about a shard: per split part, per frame size (so a
+    shard holds frames of one size and batches), in stored order."""
     table = read_episode_table(layout.episodes(directory)).select(["episode_id", "num_steps"]).to_pylist()
+    hw = _frame_sizes(layout, directory, config)
     per_step = estimate_bytes_per_step(layout, directory, config)
     budget = max(1, int(config.shard_cap_bytes * FILL / per_step))
     units: list[PlannedUnit] = []
+
+    def close(part: str, episodes: list[str], steps: int) -> None:
+        index = sum(u.part == part for u in units)
+        units.append(PlannedUnit(f"{part}-{index:04d}", part, tuple(episodes), steps))
+
     for part in (MAIN, VAL):
-        current: list[str] = []
-        steps = 0
-        for row in table:
-            if parts[row["episode_id"]] != part:
-                continue
-            if current and steps + row["num_steps"] > budget:
-                units.append(
-                    PlannedUnit(
-                        f"{part}-{sum(u.part == part for u in units):04d}", part, tuple(current), steps
-                    )
-                )
-                current, steps = [], 0
-            current.append(row["episode_id"])
-            steps += row["num_steps"]
-        if current:
-            units.append(
-                PlannedUnit(f"{part}-{sum(u.part == part for u in units):04d}", part, tuple(current), steps)
-            )
+        rows = [r for r in table if parts[r["episode_id"]] == part]
+        for size in dict.fromkeys(hw[r["episode_id"]] for r in rows):  # sizes in order of appearance
+            current: list[str] = []
+            steps = 0
+            for row in (r for r in rows if hw[r["episode_id"]] == size):
+                if current and steps + row["num_steps"] > budget:
+                    close(part, current, steps)
+                    current, steps = [], 0
+                current.append(row["episode_id"])
+                steps += row["num_steps"]
+            if current:
+                close(part, current, steps)
     plan = ShardPlan(directory, round(per_step, 1), budget, config.to_dict(), tuple(units))
     atomic_write_text(_plan_path(layout, directory), json.dumps(plan.to_dict(), indent=1) + "\n")
     return plan
@@ -168,7 +178,7 @@ def publish_shards(layout: OutLayout, directory: str) -> ShardManifest:
     for r in results:
         for piece in r.pieces:
             final = shard_name(directory, len(entries[r.part]), r.part == VAL)
-            entry = ShardEntry(final, piece.demos, piece.steps, piece.bytes, piece.sha256)
+            entry = ShardEntry(final, piece.demos, piece.steps, piece.bytes, piece.sha256, piece.frame_hw)
             entries[r.part].append(entry)
             src, dst = unit_dir(layout, directory, r.unit) / piece.file, out_dir / final
             if src.is_file():

@@ -6,7 +6,9 @@ two shard files, in any order).
 
 The screenshot is the FULL page (1:1 CSS px, 1280 px or wider, often thousands of px tall);
 the capture viewport was 1280x1080, so rows [S, S+1080) of the render are exactly what was on
-screen at scroll offset S. The source records no scroll state, so every recorded action starts
+screen at scroll offset S. Every observation is that 1280x1080 window: below a page shorter than
+the viewport (or right of a narrower one) the frame shows the page's background, as the browser
+did, never a shorter frame. The source records no scroll state, so every recorded action starts
 at offset 0; a target whose centre is below the fold is reached by emitted SCROLL steps (equal
 wheel steps of `scroll_step_fraction` of the viewport, the last one clamped at the page bottom),
 each observing the view at its own offset, then the action at the final offset. A SCROLL is a
@@ -273,9 +275,10 @@ def expand_action(row: _Row, config: BuildConfig, pointer: tuple[float, float]) 
 
     `pointer` is where the previous action left it: the wheel turns there and leaves it there.
     """
-    vw = min(config.viewport_width, row.page_w)
-    vh = min(config.viewport_height, row.page_h)
-    max_offset = row.page_h - vh
+    # The browser window was the viewport whatever the page: a page shorter (or narrower) than it
+    # is seen in a full viewport, the rest the page's background (the writer fills it).
+    vw, vh = config.viewport_width, config.viewport_height
+    max_offset = max(0, row.page_h - vh)
     step_px = max(1, round(config.scroll_step_fraction * vh))
 
     def obs(offset: int) -> Observation:

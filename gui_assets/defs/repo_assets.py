@@ -87,7 +87,7 @@ def _hub_card_asset() -> dg.AssetsDefinition:
         context: dg.AssetExecutionContext, paths: GuiAssetsPaths, hub: HubResource
     ) -> dg.MaterializeResult:
         out = paths.out_dir()
-        files = [("README.md", out / "README.md")]
+        files = [("README.md", out / "README.md"), (card.LICENSE_FILE, out / card.LICENSE_FILE)]
         files += [(f"{PREVIEW_DIR}/{p.name}", p) for p in sorted((out / PREVIEW_DIR).glob("*.parquet"))]
         target = hub.target(out)
         try:

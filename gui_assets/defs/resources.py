@@ -98,6 +98,9 @@ class BuildSettings(dg.ConfigurableResource):
     pango_hover: bool = False
     # Everything the shard writer holds decoded at once; a page needing more is left out by name.
     decode_budget_mb: int = 512
+    # [H, W] every agentview frame is resized to (whole directories then batch together); None
+    # keeps each demo's native size.
+    agentview_hw: list[int] | None = None
     # The cua-lite export leaves a benchmark's evaluation tasks (WebArena's) out; true exports
     # them as validation (never as train).
     cua_lite_evaluation_as_validation: bool = False
@@ -115,6 +118,7 @@ class BuildSettings(dg.ConfigurableResource):
             gzip_level=self.gzip_level,
             pango_hover=self.pango_hover,
             decode_budget_mb=self.decode_budget_mb,
+            agentview_hw=tuple(self.agentview_hw) if self.agentview_hw else None,  # type: ignore[arg-type]
         )
 
     def threads(self) -> int | None:

@@ -16,6 +16,7 @@ from gui_assets.atomic import atomic_write_text
 from gui_assets.layout import PREVIEW_DIR, DatasetInfo, built_directories
 
 TEMPLATE = Path(__file__).resolve().parent.parent / "templates" / "dataset_card.md"
+LICENSE_FILE = "LICENSE.md"  # the card's license_link
 DEMO_NOTICE = (
     "\n> **Demo data, not a dataset.** Built from gui_assets' generated demo mirror: small synthetic\n"
     "> recordings in each upstream's real format, with deliberately broken records. Nothing here is a\n"
@@ -100,11 +101,38 @@ def card_text(infos: list[DatasetInfo], repo_id: str) -> str:
         repo_id=repo_id,
         upstream_rows=upstream,
         demo_notice=DEMO_NOTICE if any(i.demo for i in infos) else "",
+        size_category=size_category(totals["episodes"]),
+    )
+
+
+def size_category(n: int) -> str:
+    """The hub's size_categories bucket for n examples (episodes)."""
+    for bound, label in (
+        (1_000, "n<1K"),
+        (10_000, "1K<n<10K"),
+        (100_000, "10K<n<100K"),
+        (1_000_000, "100K<n<1M"),
+    ):
+        if n < bound:
+            return label
+    return "1M<n<10M" if n < 10_000_000 else "n>10M"
+
+
+def licence_text(infos: list[DatasetInfo]) -> str:
+    """`LICENSE.md`, the card's `license_link`: each source's own terms."""
+    rows = "".join(
+        f"| {name} | `{r.get('repo_id', '')}` | {r.get('license', '')} |\n"
+        for name, r in _by_source(infos).items()
+    )
+    return (
+        "# Terms\n\nThis dataset is derived from the datasets below; each part keeps its upstream's terms. "
+        "Check them before any use, and cite the upstream datasets.\n\n"
+        "| source | upstream | licence |\n|---|---|---|\n" + rows
     )
 
 
 def write_card(out: Path, repo_id: str) -> dict[str, Any]:
     infos = built_directories(out)
-    text = card_text(infos, repo_id)
-    atomic_write_text(out / "README.md", text)
+    atomic_write_text(out / "README.md", card_text(infos, repo_id))
+    atomic_write_text(out / LICENSE_FILE, licence_text(infos))
     return {"path": str(out / "README.md"), "directories": [i.directory for i in infos]}

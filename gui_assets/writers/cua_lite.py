@@ -48,7 +48,7 @@ from PIL import Image
 
 from gui_assets.atomic import atomic_path, atomic_write_bytes
 from gui_assets.episode_store import ImageStore, iter_episodes
-from gui_assets.images import decode_rgb
+from gui_assets.images import decode_rgb, window_pixels
 from gui_assets.ir import GuiEpisode, GuiStep
 from gui_assets.layout import DatasetInfo, OutLayout, built_directories
 from gui_assets.source_spec import SPLIT_ROLES
@@ -99,7 +99,7 @@ class Frames:
         ext = o.image_ext
         whole = o.left == 0 and o.top == 0 and (o.width, o.height) == Image.open(io.BytesIO(data)).size
         if not whole:
-            window = decode_rgb(data, o.top + o.height)[o.top : o.top + o.height, o.left : o.left + o.width]
+            window = window_pixels(decode_rgb(data, o.top + o.height), o.left, o.top, o.width, o.height)
             buf = io.BytesIO()
             Image.fromarray(window).save(buf, format="PNG")
             data, ext = buf.getvalue(), "png"

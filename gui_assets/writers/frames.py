@@ -11,7 +11,7 @@ runs ahead, so memory is bounded by the threads' decoded pages, whatever the sha
 from __future__ import annotations
 
 import itertools
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -25,15 +25,8 @@ from gui_assets.config import BuildConfig, frame_deflater, usable_cpus
 from gui_assets.cursor import EYE_SIZE, SCREEN_CENTRE, eye_rect, eye_window, next_cursor
 from gui_assets.drops import DropReason
 from gui_assets.episode_store import ImageStore
-from gui_assets.images import ImageError, decode_rgb, image_size
+from gui_assets.images import ImageError, decode_rgb, image_size, window_pixels
 from gui_assets.ir import GuiEpisode
-
-
-def crop_window(page: np.ndarray, left: int, top: int, width: int, height: int) -> np.ndarray:
-    frame = page[top : top + height, left : left + width]
-    if frame.shape[0] != height or frame.shape[1] != width:
-        raise ImageError(DropReason.UNDECODABLE_IMAGE, f"window {width}x{height}+{left}+{top} outside image")
-    return frame
 
 
 def eye_crop(frame: np.ndarray, x0: int, y0: int) -> np.ndarray:
@@ -80,11 +73,20 @@ class EpisodePlan:
     runs: tuple[PixelRun, ...]
 
 
-def plan_episode(ep: GuiEpisode) -> EpisodePlan:
+def frame_size(sizes: Iterable[tuple[int, int]], fixed: tuple[int, int] | None = None) -> tuple[int, int]:
+    """A demo's frame (height, width): `fixed` when the build sets one (agentview_hw), else the
+    size most of its observations have (ties: the larger), so an odd early frame (a page still
+    loading, a window being resized) is resized to the others, never the others to it."""
+    if fixed is not None:
+        return fixed
+    counts = Counter(sizes)
+    return max(counts, key=lambda hw: (counts[hw], hw[0] * hw[1], hw))
+
+
+def plan_episode(ep: GuiEpisode, fixed: tuple[int, int] | None = None) -> EpisodePlan:
     if not ep.steps:
         raise ValueError(f"{ep.episode_id}: an episode with no steps reached the writer")
-    first = ep.steps[0].observation
-    H, W = first.height, first.width
+    H, W = frame_size(((s.observation.height, s.observation.width) for s in ep.steps), fixed)
     cursors, rects, native, runs = [], [], [], []
     run_steps: list[StepPixels] = []
     run_key: tuple[str, str] | None = None
@@ -189,7 +191,7 @@ class FrameEncoder:
     def _crop_all(self, page: np.ndarray, run: PixelRun) -> list[StepChunks]:
         out: list[StepChunks] = []
         for s in run.steps:
-            frame = crop_window(page, s.left, s.top, s.width, s.height)
+            frame = window_pixels(page, s.left, s.top, s.width, s.height)
             eye = eye_crop(frame, s.eye_x0, s.eye_y0)
             if frame.shape[:2] != (s.out_h, s.out_w):  # normalized coordinates survive the resize
                 frame = np.asarray(

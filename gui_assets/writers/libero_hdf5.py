@@ -95,6 +95,7 @@ class LiberoShardWriter:
         self._demos = 0
         self._steps = 0
         self._bytes_per_step = 0.0
+        self._frame_hw: tuple[int, int] | None = None  # of the open shard's demos: one per shard
         self._entries: list[ShardEntry] = []
         self._closed = False
 
@@ -138,8 +139,9 @@ class LiberoShardWriter:
         path = Path(f.filename)
         f.close()
         self._file = None
+        hw = list(self._frame_hw) if self._frame_hw else None
         self._entries.append(
-            ShardEntry(path.name, self._demos, self._steps, path.stat().st_size, sha256_file(path))
+            ShardEntry(path.name, self._demos, self._steps, path.stat().st_size, sha256_file(path), hw)
         )
         self._shard_index += 1
 
@@ -159,10 +161,11 @@ class LiberoShardWriter:
             raise ValueError(f"{episode.episode_id}: an episode with no steps reached the writer")
         if self._file is not None and self._demos > 0:
             expected = self._current_bytes() + self._bytes_per_step * len(episode.steps)
-            if expected > self.config.shard_cap_bytes:
-                self._finish_shard()
+            if expected > self.config.shard_cap_bytes or plan.frame_hw != self._frame_hw:
+                self._finish_shard()  # at the cap, or at a new frame size: every shard batches
         if self._file is None:
             self._file = self._open_shard()
+            self._frame_hw = plan.frame_hw
         before = self._current_bytes()
         name = f"demo_{self._demos}"
         try:
@@ -281,7 +284,9 @@ class LiberoShardWriter:
         with FrameEncoder(images, self.config, threads) as encoder:
             return [
                 self.add_episode(plan, chunks)
-                for plan, chunks in encoder.episodes(plan_episode(ep) for ep in episodes)
+                for plan, chunks in encoder.episodes(
+                    plan_episode(ep, self.config.agentview_hw) for ep in episodes
+                )
             ]
 
     def abort(self) -> None:

@@ -229,6 +229,7 @@ def test_every_recorded_action_starts_at_offset_zero(write_m2w, tmp_path):
 
 
 def test_short_and_wide_pages_use_the_real_viewport():
+    """A page 700 px tall is seen in the whole 1280x1080 viewport (the writer fills below it)."""
     row = mind2web._Row(
         0,
         ActionType.CLICK,
@@ -242,8 +243,8 @@ def test_short_and_wide_pages_use_the_real_viewport():
     )
     (step,) = expand_action(row, CFG, (0.5, 0.5))
     o = step.observation
-    assert (o.left, o.top, o.width, o.height) == (0, 0, 1280, 700)
-    assert step.params[:2] == pytest.approx((50 / 1280, 50 / 700))
+    assert (o.left, o.top, o.width, o.height) == (0, 0, 1280, 1080)
+    assert step.params[:2] == pytest.approx((50 / 1280, 50 / 1080))
 
 
 # --- drops -------------------------------------------------------------------------------

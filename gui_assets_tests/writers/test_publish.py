@@ -53,7 +53,11 @@ def test_the_card_yaml_names_the_preview_and_its_tables_match_the_files(built):
     card.write_card(built, "org/gui-agent")
     text = (built / "README.md").read_text()
     meta = yaml.safe_load(text.split("---")[1])
-    assert meta["license"] == "other"
+    assert meta["license"] == "other" and meta["license_link"] == "LICENSE.md" and meta["license_name"]
+    assert meta["task_categories"] and meta["language"] == ["en"] and meta["size_categories"] == ["n<1K"]
+    licence = (built / "LICENSE.md").read_text()
+    assert "xlangai/AgentNet" in licence and "cc-by-4.0" in licence
+    assert "json.loads" in text and "agentview_hw" in text  # what LIBERO-style loaders can do, said
     assert meta["configs"] == [
         {"config_name": "preview", "data_files": [{"split": "sample", "path": "preview/*.parquet"}]}
     ]
