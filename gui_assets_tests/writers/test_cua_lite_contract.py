@@ -414,6 +414,7 @@ def test_what_is_left_out_is_counted_and_adds_up(every_demo):
 
 def test_declared_schemas_and_standalone_calls_validate_as_json_schema(every_demo):
     import jsonschema  # a dev dependency: the schemas cua-lite validates calls against must be valid
+
     root = Path(every_demo[1]["root"])
     called: Counter[str] = Counter()
     for rows in export_rows(root).values():
