@@ -69,7 +69,7 @@ class HubResource(dg.ConfigurableResource):
     def target(self, out_dir: Path) -> Target:
         repo = self.upload_repo()
         if repo is None:
-            return LocalHubTarget(out_dir / "hub")
+            return LocalHubTarget(out_dir / "hub", hash_cache=out_dir / WORK_DIR / "hub_hash_cache.json")
         return HfHubTarget(
             repo, os.environ.get("HF_TOKEN") or None, self.endpoint or os.environ.get("HF_ENDPOINT")
         )

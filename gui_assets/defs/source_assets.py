@@ -214,9 +214,11 @@ def upload_asset(spec: SourceSpec, common: dict[str, Any]) -> dg.AssetsDefinitio
         folder = out.directory(directory)
         files = [(f"{directory}/{p.name}", p) for p in sorted(folder.iterdir()) if p.is_file()]
         target = hub.target(paths.out_dir())
+        info = DatasetInfo.read(out.dataset_info(directory))
         try:
-            hub_writer.refuse_demo([DatasetInfo.read(out.dataset_info(directory))], target)
-            result = hub_writer.upload(files, target, f"Upload {directory}", log=context.log)
+            hub_writer.refuse_demo([info], target)
+            known = hub_writer.recorded_digests(info, folder)  # the shards are not read again to hash them
+            result = hub_writer.upload(files, target, f"Upload {directory}", log=context.log, known=known)
         except hub_writer.UploadError as e:
             raise fail(e) from None
         return dg.MaterializeResult(

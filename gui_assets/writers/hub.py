@@ -10,10 +10,14 @@ by git blob sha1 (small files the hub stores in git). The token goes to HfApi an
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import logging
+import os
 import shutil
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +25,7 @@ from typing import Any, Protocol
 
 from gui_assets.atomic import atomic_path, sha256_file
 from gui_assets.layout import DATASET_INFO, DatasetInfo
+from gui_assets.mirror import HashCache
 
 BATCH_BYTES = 2 * 1000**3  # a commit of at most ~2 GB: four 500 MB shards
 BATCH_FILES = 100
@@ -46,6 +51,10 @@ class Target(Protocol):
         """The dataset_info.json of every directory the repo already holds (local targets)."""
         ...
 
+    def identical(self, repo_path: str, local: Path) -> bool:
+        """The target already holds exactly this file (the same inode), known without reading it."""
+        ...
+
     def holds(self, paths: set[str]) -> dict[str, tuple[str, str]]:
         """repo path -> (kind, digest) of those of `paths` the repo holds; kind 'sha256' or 'git-sha1'."""
         ...
@@ -60,15 +69,46 @@ def _same(local: Path, sha256: str, held: tuple[str, str] | None) -> bool:
     return (sha256 if kind == "sha256" else git_blob_sha1(local)) == digest
 
 
+FICLONE = 0x40049409  # Linux ioctl: share the source's extents (btrfs, xfs): a copy that costs nothing
+
+
+def place(local: Path, final: Path) -> str:
+    """Put `local`'s bytes at `final` atomically, as cheaply as the file system allows: a hard
+    link (same file system), else a reflink, else a copy. Returns which."""
+    with atomic_path(final) as tmp:
+        try:
+            os.link(local, tmp)
+            return "link"
+        except OSError:
+            pass
+        with open(local, "rb") as src, open(tmp, "wb") as dst:
+            try:
+                fcntl.ioctl(dst.fileno(), FICLONE, src.fileno())
+                return "reflink"
+            except OSError:
+                shutil.copyfileobj(src, dst, 1 << 20)
+                return "copy"
+
+
 @dataclass
 class LocalHubTarget:
-    """A folder laid out exactly as the dataset repo: `<root>/<path in repo>`."""
+    """A folder laid out exactly as the dataset repo: `<root>/<path in repo>`. Files are hard
+    links to the build's own (or reflinks, or copies across file systems): a shard's bytes are
+    never written twice. The target never changes a file in place, and neither does the build
+    (it replaces files by rename), so a link stays a faithful copy."""
 
     root: Path
     name: str = "local"
     fail_after: int | None = None  # tests: files sent before a simulated dropped connection
     _sent: int = field(default=0, repr=False)
     remote: bool = False
+    hash_cache: Path | None = None  # where target files' sha256 are kept by size and mtime
+    placed: Counter[str] = field(default_factory=Counter, repr=False)  # link / reflink / copy
+
+    def identical(self, repo_path: str, local: Path) -> bool:
+        """The target's file IS the local one (a hard link made earlier): nothing to compare."""
+        target = self.root / repo_path
+        return target.is_file() and os.path.samefile(target, local)
 
     def held_infos(self) -> list[DatasetInfo]:
         infos = []
@@ -81,14 +121,18 @@ class LocalHubTarget:
 
     def holds(self, paths: set[str]) -> dict[str, tuple[str, str]]:
         # Only the paths asked about: the folder may hold the whole dataset.
-        return {p: ("sha256", sha256_file(self.root / p)) for p in sorted(paths) if (self.root / p).is_file()}
+        cache = HashCache(self.hash_cache)
+        held = {
+            p: ("sha256", cache.sha256(self.root / p)) for p in sorted(paths) if (self.root / p).is_file()
+        }
+        cache.save()
+        return held
 
     def send(self, batch: list[tuple[str, Path]], message: str) -> None:
         for repo_path, local in batch:
             if self.fail_after is not None and self._sent >= self.fail_after:
                 raise ConnectionResetError(f"connection dropped while sending {repo_path}")
-            with atomic_path(self.root / repo_path) as tmp:
-                shutil.copyfile(local, tmp)
+            self.placed[place(local, self.root / repo_path)] += 1
             self._sent += 1
 
 
@@ -106,6 +150,9 @@ class HfHubTarget:
 
     def held_infos(self) -> list[DatasetInfo]:
         return []  # demo data is refused outright for a hub repo, so nothing can mix there
+
+    def identical(self, repo_path: str, local: Path) -> bool:
+        return False
 
     def holds(self, paths: set[str]) -> dict[str, tuple[str, str]]:
         from huggingface_hub.errors import RepositoryNotFoundError
@@ -210,12 +257,18 @@ def upload(
     backoff: float = 2.0,
     log: logging.Logger | Any = None,
     sleep: Callable[[float], None] = time.sleep,
+    known: dict[str, str] | None = None,
 ) -> UploadResult:
-    """Send `(path in repo, local file)` pairs the target does not hold with the same content."""
-    digests = {p: sha256_file(local) for p, local in files}  # each file read once for its hash
-    wanted = set(digests)
-    held = target.holds(wanted)
-    todo = [(p, local) for p, local in sorted(files) if not _same(local, digests[p], held.get(p))]
+    """Send `(path in repo, local file)` pairs the target does not hold with the same content.
+
+    `known`: sha256 of local files already recorded (dataset_info.json's shard hashes), used
+    instead of reading the file again; a file the target holds as the very same file is skipped
+    without any hash."""
+    known = known or {}
+    digests = {p: known.get(p) or sha256_file(local) for p, local in files}  # each file read at most once
+    rest = [(p, local) for p, local in files if not target.identical(p, local)]
+    held = target.holds({p for p, _ in rest}) if rest else {}
+    todo = [(p, local) for p, local in sorted(rest) if not _same(local, digests[p], held.get(p))]
     skipped = sorted(p for p, _ in files if p not in {q for q, _ in todo})
     done: list[str] = []
     used = batches = 0
@@ -243,3 +296,17 @@ def upload(
                     break
         done += [p for p, _ in batch]
     return UploadResult(target.name, done, skipped, batches, used, digests)
+
+
+def recorded_digests(info: DatasetInfo, folder: Path) -> dict[str, str]:
+    """sha256 of a directory's shards as dataset_info.json records them, for the shards that are
+    still what it describes: the same size, and not written after dataset_info.json itself."""
+    written = (folder / DATASET_INFO).stat().st_mtime
+    known = {}
+    for entry in info.shards + info.val_shards:
+        path = folder / entry.file
+        with contextlib.suppress(OSError):
+            st = path.stat()
+            if st.st_size == entry.bytes and st.st_mtime <= written:
+                known[f"{info.directory}/{entry.file}"] = entry.sha256
+    return known

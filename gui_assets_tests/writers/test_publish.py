@@ -97,6 +97,56 @@ def test_an_interrupted_upload_resumes_without_resending_finished_files(built, t
     assert again.digests == {p: sha256_file(local) for p, local in files}
 
 
+def test_a_local_target_links_the_build_and_a_second_upload_reads_nothing(built, tmp_path, monkeypatch):
+    folder = built / "mind2web_train"
+    info = DatasetInfo.read(folder / "dataset_info.json")
+    files = [(f"mind2web_train/{p.name}", p) for p in sorted(folder.iterdir())]
+    known = hub.recorded_digests(info, folder)
+    assert set(known) == {f"mind2web_train/{e.file}" for e in info.shards + info.val_shards} and known
+    hashed: list[Path] = []
+
+    def counting_sha256(p: Path) -> str:
+        hashed.append(p)
+        return sha256_file(p)
+
+    monkeypatch.setattr(hub, "sha256_file", counting_sha256)
+    monkeypatch.setattr("gui_assets.mirror.sha256_file", counting_sha256)
+    target = hub.LocalHubTarget(tmp_path / "hub", hash_cache=tmp_path / "cache.json")
+    first = hub.upload(files, target, "first", known=known)
+    assert target.placed == {"link": len(files)}  # same file system: no byte copied
+    assert {p.name for p in hashed} == {p.name for _, p in files} - {e.file for e in info.shards}
+    for repo_path, local in files:
+        assert (tmp_path / "hub" / repo_path).samefile(local)
+    assert first.digests == {p: sha256_file(local) for p, local in files}  # recorded digests are true
+    hashed.clear()
+    again = hub.upload(files, hub.LocalHubTarget(tmp_path / "hub"), "again", known=known)
+    assert again.uploaded == [] and [p for p in hashed if p.suffix == ".hdf5"] == []
+
+    # a rebuilt file is a new file (the build replaces by rename): it is sent, the old link kept apart
+    shard = folder / info.shards[0].file
+    copy = tmp_path / "rebuilt.hdf5"
+    shutil.copyfile(shard, copy)
+    with open(copy, "r+b") as f:
+        f.seek(-1, 2)
+        f.write(b"\x01")
+    repo_path = f"mind2web_train/{shard.name}"
+    changed = [(repo_path, copy)]
+    third = hub.upload(changed, hub.LocalHubTarget(tmp_path / "hub"), "rebuilt")
+    assert third.uploaded == [repo_path] and (tmp_path / "hub" / repo_path).read_bytes() == copy.read_bytes()
+    assert shard.read_bytes() != copy.read_bytes()  # the build's own file was not touched through the link
+
+
+def test_a_target_on_another_file_system_gets_a_copy(built, tmp_path, monkeypatch):
+    def no_links(src, dst):
+        raise OSError(18, "Invalid cross-device link")
+
+    monkeypatch.setattr(hub.os, "link", no_links)
+    local = next((built / "agentnet_ubuntu").glob("*.hdf5"))
+    how = hub.place(local, tmp_path / "hub" / local.name)
+    assert how in {"reflink", "copy"} and (tmp_path / "hub" / local.name).read_bytes() == local.read_bytes()
+    assert not (tmp_path / "hub" / local.name).samefile(local)
+
+
 class FakeHubApi:
     """The hub itself cannot exist here: an HfApi stand-in recording commits and dropping some."""
 
