@@ -9,7 +9,7 @@ ShardManifest   _work/<dir>/shards.json: the published shard series and what the
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from gui_assets.layout import OutLayout, ShardEntry
@@ -35,6 +35,9 @@ class ShardPlan:
     steps_per_unit_budget: int
     config: dict[str, Any]
     units: tuple[PlannedUnit, ...]
+    # The preview's candidate steps (episode id -> step indices), drawn by the writer
+    # (writers.preview_frames); absent from plans written before there were any.
+    preview_steps: dict[str, list[int]] = field(default_factory=dict)
 
     def unit(self, name: str) -> PlannedUnit:
         for u in self.units:
@@ -52,13 +55,19 @@ class ShardPlan:
                 {"name": u.name, "part": u.part, "episodes": list(u.episodes), "steps": u.steps}
                 for u in self.units
             ],
+            "preview_steps": self.preview_steps,
         }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ShardPlan:
         units = tuple(PlannedUnit(u["name"], u["part"], tuple(u["episodes"]), u["steps"]) for u in d["units"])
         return cls(
-            d["directory"], d["bytes_per_step_estimate"], d["steps_per_unit_budget"], d["config"], units
+            d["directory"],
+            d["bytes_per_step_estimate"],
+            d["steps_per_unit_budget"],
+            d["config"],
+            units,
+            {e: list(ts) for e, ts in d.get("preview_steps", {}).items()},
         )
 
 

@@ -36,7 +36,14 @@ from gui_assets.shard_records import PlannedUnit, PublishError, ShardManifest, S
 from gui_assets.splits import MAIN, VAL
 from gui_assets.stats import BuildStats
 from gui_assets.writers.frames import frame_size
-from gui_assets.writers.libero_hdf5 import LiberoShardWriter
+from gui_assets.writers.libero_hdf5 import LiberoShardWriter, picture_file
+from gui_assets.writers.preview_frames import (
+    CANDIDATES,
+    DEFAULT_SEED,
+    PictureCache,
+    frames_dir,
+    lowest_ranked,
+)
 
 PLAN_FILE = "shard_plan.json"
 UNITS_DIR = "units"
@@ -117,7 +124,10 @@ def plan_shards(layout: OutLayout, directory: str, config: BuildConfig, parts: d
                 steps += row["num_steps"]
             if current:
                 close(part, current, steps)
-    plan = ShardPlan(directory, round(per_step, 1), budget, config.to_dict(), tuple(units))
+    candidates = lowest_ranked(
+        DEFAULT_SEED, directory, ((r["episode_id"], r["num_steps"]) for r in table), CANDIDATES
+    )
+    plan = ShardPlan(directory, round(per_step, 1), budget, config.to_dict(), tuple(units), candidates)
     atomic_write_text(_plan_path(layout, directory), json.dumps(plan.to_dict(), indent=1) + "\n")
     return plan
 
@@ -131,12 +141,14 @@ def write_unit(
 ) -> UnitResult:
     """Write one planned unit's pieces into a hidden folder, swapped in whole when the unit is
     done (so a unit folder under its name is always complete); safe to rerun."""
-    planned = read_plan(layout, directory).unit(unit)
+    plan = read_plan(layout, directory)
+    planned = plan.unit(unit)
     wanted = set(planned.episodes)
     folder = unit_dir(layout, directory, unit)
     staging = temp_path(folder)
     shutil.rmtree(staging, ignore_errors=True)
-    writer = LiberoShardWriter(staging, directory, source, config)
+    shown = {e: ts for e, ts in plan.preview_steps.items() if e in wanted}
+    writer = LiberoShardWriter(staging, directory, source, config, preview_steps=shown)
     episodes = (ep for ep in iter_episodes(layout.episodes(directory)) if ep.episode_id in wanted)
     try:
         writer.write_episodes(episodes, ImageStore(layout.image_store), threads)
@@ -175,17 +187,22 @@ def publish_shards(layout: OutLayout, directory: str) -> ShardManifest:
             f"{directory}: no episode could be written to a shard (drops {dict(stats.drops)})"
         )
     entries: dict[str, list[ShardEntry]] = {MAIN: [], VAL: []}
+    pictures = PictureCache(frames_dir(layout.work(directory)))
     for r in results:
         for piece in r.pieces:
             final = shard_name(directory, len(entries[r.part]), r.part == VAL)
             entry = ShardEntry(final, piece.demos, piece.steps, piece.bytes, piece.sha256, piece.frame_hw)
             entries[r.part].append(entry)
             src, dst = unit_dir(layout, directory, r.unit) / piece.file, out_dir / final
+            drawn = picture_file(src)
+            if drawn.is_file():  # the preview's pictures of this shard, kept by its content
+                pictures.put_file(piece.sha256, drawn)
             if src.is_file():
                 os.replace(src, dst)
             elif not (dst.is_file() and sha256_file(dst) == entry.sha256):  # moved by an interrupted publish
                 raise PublishError(f"{directory}: {src} is missing; rerun the shards step")
     _prune(out_dir, directory, {e.file for es in entries.values() for e in es})
+    pictures.keep_only({e.sha256 for es in entries.values() for e in es})
     manifest = ShardManifest(entries[MAIN], entries[VAL], stats, len(results))
     atomic_write_text(layout.shard_manifest(directory), json.dumps(manifest.to_dict(), indent=2) + "\n")
     shutil.rmtree(layout.work(directory) / UNITS_DIR, ignore_errors=True)

@@ -39,6 +39,9 @@ def _preview_asset(info_keys: list[dg.AssetKey]) -> dg.AssetsDefinition:
                 "rows": r["rows"],
                 "per_directory": dg.MetadataValue.json(r["per_directory"]),
                 "seed": r["seed"],
+                # pictures the shard writer (or an earlier preview) drew vs drawn again here
+                "pictures_cached": r["pictures"]["cached"],
+                "pictures_drawn": r["pictures"]["drawn"],
             },
             data_version=dg.DataVersion(file_digest(Path(r["path"]))),
         )

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter, deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +27,7 @@ from gui_assets.drops import DropReason
 from gui_assets.episode_store import ImageStore
 from gui_assets.images import ImageError, decode_rgb, image_size, window_pixels
 from gui_assets.ir import GuiEpisode
+from gui_assets.writers.preview_frames import StepPictures, pictures
 
 
 def eye_crop(frame: np.ndarray, x0: int, y0: int) -> np.ndarray:
@@ -50,6 +51,7 @@ class StepPixels:
     out_w: int
     eye_x0: int
     eye_y0: int
+    preview: bool = False  # a preview candidate: its pictures are drawn from these pixels too
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +85,9 @@ def frame_size(sizes: Iterable[tuple[int, int]], fixed: tuple[int, int] | None =
     return max(counts, key=lambda hw: (counts[hw], hw[0] * hw[1], hw))
 
 
-def plan_episode(ep: GuiEpisode, fixed: tuple[int, int] | None = None) -> EpisodePlan:
+def plan_episode(
+    ep: GuiEpisode, fixed: tuple[int, int] | None = None, preview_steps: Collection[int] = ()
+) -> EpisodePlan:
     if not ep.steps:
         raise ValueError(f"{ep.episode_id}: an episode with no steps reached the writer")
     H, W = frame_size(((s.observation.height, s.observation.width) for s in ep.steps), fixed)
@@ -91,7 +95,8 @@ def plan_episode(ep: GuiEpisode, fixed: tuple[int, int] | None = None) -> Episod
     run_steps: list[StepPixels] = []
     run_key: tuple[str, str] | None = None
     cursor = SCREEN_CENTRE
-    for step in ep.steps:
+    shown = set(preview_steps)
+    for t, step in enumerate(ep.steps):
         o = step.observation
         x0, y0 = eye_window(cursor, o.width, o.height)
         cursors.append(cursor)
@@ -101,7 +106,7 @@ def plan_episode(ep: GuiEpisode, fixed: tuple[int, int] | None = None) -> Episod
             runs.append(PixelRun(run_key[0], run_key[1], tuple(run_steps)))  # type: ignore[index]
             run_steps = []
         run_key = (o.image_sha256, o.image_ext)
-        run_steps.append(StepPixels(o.left, o.top, o.width, o.height, H, W, x0, y0))
+        run_steps.append(StepPixels(o.left, o.top, o.width, o.height, H, W, x0, y0, t in shown))
         # The next cursor comes from the params as stored (float32), so a reader of the shard
         # derives exactly this eye_rect: a window edge on a half pixel must round the same way.
         stored = tuple(float(v) for v in np.asarray(step.params, dtype=np.float32))
@@ -110,9 +115,9 @@ def plan_episode(ep: GuiEpisode, fixed: tuple[int, int] | None = None) -> Episod
     return EpisodePlan(ep, (H, W), tuple(cursors), tuple(rects), tuple(native), tuple(runs))
 
 
-# Per step, (agentview, eye_in_hand): deflated chunks (bytes) for direct writes, or the pixel
-# arrays for h5py's filter.
-StepChunks = tuple[bytes | np.ndarray, bytes | np.ndarray]
+# Per step, (agentview, eye_in_hand, pictures): deflated chunks (bytes) for direct writes, or
+# the pixel arrays for h5py's filter; and the preview's pictures of a candidate step, else None.
+StepChunks = tuple[bytes | np.ndarray, bytes | np.ndarray, StepPictures | None]
 
 
 class EpisodeChunks:
@@ -181,7 +186,7 @@ class FrameEncoder:
         held = 0
         try:
             out = self._crop_all(decode_rgb(data, rows), run)
-            held = sum(_nbytes(c) for pair in out for c in pair)
+            held = sum(_nbytes(c) for step in out for c in step)
             return out, held
         except ImageError as e:
             return e, 0
@@ -197,10 +202,11 @@ class FrameEncoder:
                 frame = np.asarray(
                     Image.fromarray(frame).resize((s.out_w, s.out_h), Image.Resampling.BILINEAR)
                 )
+            shown = pictures(frame, eye) if s.preview else None
             if self.direct:
-                out.append((self._deflate(frame), self._deflate(eye)))
+                out.append((self._deflate(frame), self._deflate(eye), shown))
             else:
-                out.append((np.ascontiguousarray(frame), np.ascontiguousarray(eye)))
+                out.append((np.ascontiguousarray(frame), np.ascontiguousarray(eye), shown))
         return out
 
     def episodes(self, plans: Iterable[EpisodePlan]) -> Iterator[tuple[EpisodePlan, EpisodeChunks]]:
@@ -259,7 +265,11 @@ class FrameEncoder:
         self.close()
 
 
-def _nbytes(chunk: bytes | np.ndarray) -> int:
+def _nbytes(chunk: bytes | np.ndarray | StepPictures | None) -> int:
+    if chunk is None:
+        return 0
+    if isinstance(chunk, tuple):
+        return sum(len(c) for c in chunk)
     return chunk.nbytes if isinstance(chunk, np.ndarray) else len(chunk)
 
 

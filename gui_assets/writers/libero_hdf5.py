@@ -39,6 +39,7 @@ from gui_assets.ir import ACTION_TYPE_NAMES, PARAM_NAMES, POINTER_TYPES, ActionT
 from gui_assets.layout import ShardEntry
 from gui_assets.stats import BuildStats
 from gui_assets.writers.frames import EpisodePlan, FrameEncoder, StepChunks, plan_episode
+from gui_assets.writers.preview_frames import PictureFile, StepPictures
 
 TAG = "gui-agent-v1"
 STR = h5py.string_dtype("utf-8")
@@ -81,6 +82,7 @@ class LiberoShardWriter:
         config: BuildConfig,
         *,
         name_of: Callable[[int], str] | None = None,
+        preview_steps: dict[str, list[int]] | None = None,
     ) -> None:
         self.folder = folder
         self.name_of = name_of or (lambda i: f"piece_{i:04d}.hdf5")
@@ -98,6 +100,10 @@ class LiberoShardWriter:
         self._frame_hw: tuple[int, int] | None = None  # of the open shard's demos: one per shard
         self._entries: list[ShardEntry] = []
         self._closed = False
+        # The preview candidates among this writer's steps (episode id -> step indices): their
+        # pictures go beside each shard as <shard stem>.preview.parquet (preview_frames).
+        self.preview_steps = preview_steps or {}
+        self._pictures: PictureFile | None = None
 
     # --- shard lifecycle -------------------------------------------------------------------
 
@@ -105,6 +111,7 @@ class LiberoShardWriter:
         path = self.folder / self.name_of(self._shard_index)
         f = h5py.File(path, "w")
         f.create_group("data")
+        self._pictures = PictureFile(picture_file(path))
         self._demos = 0
         self._steps = 0
         return f
@@ -139,6 +146,9 @@ class LiberoShardWriter:
         path = Path(f.filename)
         f.close()
         self._file = None
+        if self._pictures is not None:
+            self._pictures.close()
+            self._pictures = None
         hw = list(self._frame_hw) if self._frame_hw else None
         self._entries.append(
             ShardEntry(path.name, self._demos, self._steps, path.stat().st_size, sha256_file(path), hw)
@@ -168,14 +178,17 @@ class LiberoShardWriter:
             self._frame_hw = plan.frame_hw
         before = self._current_bytes()
         name = f"demo_{self._demos}"
+        shown: list[tuple[int, StepPictures]] = []
         try:
-            pointer, hits = self._write_demo(self._file["data"], name, plan, chunks)
+            pointer, hits = self._write_demo(self._file["data"], name, plan, chunks, shown)
         except ImageError as e:
             del self._file["data"][name]
             over = e.reason == DropReason.IMAGE_TOO_LARGE
             self.stats.drop(DropReason.FRAME_OVER_BUDGET if over else DropReason.UNDECODABLE_FRAME)
             return False
         grown = self._current_bytes() - before
+        if self._pictures is not None:
+            self._pictures.add_demo(name, shown)
         self._demos += 1
         self._steps += len(episode.steps)
         written = self.stats.steps + len(episode.steps)
@@ -196,7 +209,12 @@ class LiberoShardWriter:
         )
 
     def _write_demo(
-        self, data: h5py.Group, name: str, plan: EpisodePlan, chunks: Iterable[StepChunks]
+        self,
+        data: h5py.Group,
+        name: str,
+        plan: EpisodePlan,
+        chunks: Iterable[StepChunks],
+        shown: list[tuple[int, StepPictures]],
     ) -> tuple[int, int]:
         ep = plan.episode
         T = len(ep.steps)
@@ -210,7 +228,9 @@ class LiberoShardWriter:
         agentview = self._frames(obs, "agentview_rgb", (T, H, W, 3))
         eye = self._frames(obs, "eye_in_hand_rgb", (T, EYE_SIZE, EYE_SIZE, 3))
         t = -1
-        for t, (frame, crop) in enumerate(chunks):
+        for t, (frame, crop, pictures) in enumerate(chunks):
+            if pictures is not None:
+                shown.append((t, pictures))
             if self.direct:
                 agentview.id.write_direct_chunk((t, 0, 0, 0), frame)
                 eye.id.write_direct_chunk((t, 0, 0, 0), crop)
@@ -285,15 +305,25 @@ class LiberoShardWriter:
             return [
                 self.add_episode(plan, chunks)
                 for plan, chunks in encoder.episodes(
-                    plan_episode(ep, self.config.agentview_hw) for ep in episodes
+                    plan_episode(ep, self.config.agentview_hw, self.preview_steps.get(ep.episode_id, ()))
+                    for ep in episodes
                 )
             ]
 
     def abort(self) -> None:
         """Stop and remove everything this writer wrote into its folder."""
+        if self._pictures is not None:
+            with contextlib.suppress(Exception):
+                self._pictures.close()
+            self._pictures = None
         if self._file is not None:
             with contextlib.suppress(Exception):  # e.g. a full disk refuses the final flush too
                 self._file.close()
             self._file = None
         shutil.rmtree(self.folder, ignore_errors=True)
         self._closed = True
+
+
+def picture_file(shard: Path) -> Path:
+    """Where the writer puts the preview pictures of a shard's candidate steps."""
+    return shard.with_name(shard.stem + ".preview.parquet")
