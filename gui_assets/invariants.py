@@ -17,27 +17,33 @@ used in dataset_info.json, check metadata and alerts.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import h5py
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from PIL import Image
 
 from gui_assets.cursor import EYE_SIZE, SCREEN_CENTRE, eye_rect, eye_window, inside, next_cursor
-from gui_assets.episode_store import STEPS_FILE, ImageStore
+from gui_assets.episode_store import EPISODES_FILE, STEPS_FILE, ImageStore
 from gui_assets.images import ImageError, decode_rgb, window_pixels
 from gui_assets.ir import ACTION_TYPE_NAMES, POINTER_TYPES, ActionType, allowed_masks, view_direction
 from gui_assets.shard_reader import (
+    PIXEL_SAMPLES,
+    StepSample,
     ThreadedCompare,
     close_pixels,
+    count_steps,
     demos,
     inflate,
     read_chunk,
-    sample_steps,
     text,
 )
 from gui_assets.stats import SCROLL_BUCKETS
@@ -83,14 +89,42 @@ class Offenders:
 Window = tuple[str, str, int, int, int, int]  # an IR observation: sha, ext, left, top, width, height
 
 
-def _ir_observations(ir_dir: Path) -> dict[str, list[Window]]:
-    cols = ["episode_id", "image_sha256", "image_ext", "obs_left", "obs_top", "obs_width", "obs_height"]
-    out: dict[str, list[Window]] = {}
-    for r in pq.read_table(ir_dir / STEPS_FILE, columns=cols).to_pylist():
-        out.setdefault(r["episode_id"], []).append(
-            (r["image_sha256"], r["image_ext"], r["obs_left"], r["obs_top"], r["obs_width"], r["obs_height"])
-        )
-    return out
+def _ir_lengths(ir_dir: Path) -> dict[str, int]:
+    """episode id -> steps, from the IR's episode table (one row per episode)."""
+    table = pq.read_table(ir_dir / EPISODES_FILE, columns=["episode_id", "num_steps"])
+    return dict(
+        zip(table.column("episode_id").to_pylist(), table.column("num_steps").to_pylist(), strict=True)
+    )
+
+
+def _ir_windows(ir_dir: Path, wanted: set[tuple[str, int]]) -> dict[tuple[str, int], Window]:
+    """The IR observations of the wanted (episode id, step) pairs, streamed a batch at a time."""
+    cols = [
+        "episode_id",
+        "step_index",
+        "image_sha256",
+        "image_ext",
+        "obs_left",
+        "obs_top",
+        "obs_width",
+        "obs_height",
+    ]
+    ids = pa.array(sorted({e for e, _ in wanted}), pa.string())
+    found: dict[tuple[str, int], Window] = {}
+    for batch in pq.ParquetFile(ir_dir / STEPS_FILE).iter_batches(batch_size=4096, columns=cols):
+        hits = batch.filter(pc.is_in(batch.column(0), value_set=ids))
+        for r in hits.to_pylist():
+            key = (r["episode_id"], r["step_index"])
+            if key in wanted:
+                found[key] = (
+                    r["image_sha256"],
+                    r["image_ext"],
+                    r["obs_left"],
+                    r["obs_top"],
+                    r["obs_width"],
+                    r["obs_height"],
+                )
+    return found
 
 
 @dataclass(slots=True)
@@ -151,7 +185,10 @@ def _frame_mismatch(
 
 
 def alignment_leakage(
-    shards: list[Path], ir_dir: Path | None = None, images: ImageStore | None = None, frame_samples: int = 2
+    shards: list[Path],
+    ir_dir: Path | None = None,
+    images: ImageStore | None = None,
+    frame_samples: int = PIXEL_SAMPLES,
 ) -> Verdict:
     """ERROR when the target sits in the eye window at a leak's rate, or a frame is not o_t.
 
@@ -160,40 +197,70 @@ def alignment_leakage(
     dataset_info figure), and over those whose cursor a previous action placed
     (demonstrated_cursor_rate): before that the crop sits at the screen centre by convention,
     which dilutes a real leak by one step per episode. Either at 0.9 or above is a leak.
-    With the IR at hand, `frame_samples` frames per demo are compared with the
-    recorded pre-action observation of their step: a frame/action pairing shifted by one step
-    shows the next screen and fails.
+    With the IR at hand, every demo's length is compared with its IR episode, and
+    `frame_samples` frames drawn over the whole partition with the recorded pre-action
+    observation of their step: a frame/action pairing shifted by one step shows the next
+    screen and fails. The small arrays are read for every step; pixels for the sample only.
     """
     rates = _EyeRates()
     bad = Offenders()
-    obs = _ir_observations(ir_dir) if ir_dir is not None and images is not None else None
-    checked = [0]
-
-    def on_result(job: tuple[str, Any, Any, Any], kind: str | None) -> None:
-        checked[0] += kind is None or kind.startswith("frame")
-        if kind is not None:
-            bad.add(kind, job[0])
-
-    with ThreadedCompare(lambda job: _frame_mismatch(images, job), on_result) as frames:  # type: ignore[arg-type]
-        for where, demo in demos(shards):
-            types = demo["action_type"][:]
-            rates.add_demo(types, demo["action_params"][:], demo["action_mask"][:], demo["eye_rect"][:])
-            if obs is None:
-                continue
-            episode = obs.get(text(demo.attrs["episode_id"]))
-            if episode is None or len(episode) != len(types):
-                bad.add("steps differ from the IR episode", where)
-                continue
-            av = demo["obs/agentview_rgb"]
-            for t in sample_steps(len(types), frame_samples):
-                frames.add((f"{where} step {t}", read_chunk(av, t), av.shape[1:], episode[t]))
+    lengths = _ir_lengths(ir_dir) if ir_dir is not None and images is not None else None
+    sample = StepSample(count_steps(shards), frame_samples)
+    drawn: list[tuple[str, str, int, str]] = []  # (shard file, demo, step, episode id)
+    for where, demo in demos(shards):
+        types = demo["action_type"][:]
+        rates.add_demo(types, demo["action_params"][:], demo["action_mask"][:], demo["eye_rect"][:])
+        picks = sample.take(len(types))
+        if lengths is None:
+            continue
+        episode = text(demo.attrs["episode_id"])
+        if lengths.get(episode) != len(types):
+            bad.add("steps differ from the IR episode", where)
+            continue
+        shard, name = where.split("/")
+        drawn += [(shard, name, t, episode) for t in picks]
+    checked = 0
+    if drawn and ir_dir is not None and images is not None:
+        checked = _compare_frames(
+            shards, drawn, _ir_windows(ir_dir, {(e, t) for *_, t, e in drawn}), images, bad
+        )
     figures = {
         **rates.figures(),
-        "frames_checked": checked[0],
+        "frames_checked": checked,
         "frame_mismatches": bad.total,
         "mismatch_kinds": dict(bad.counts),
     }
     return _leakage_verdict(rates, bad, figures)
+
+
+def _compare_frames(
+    shards: list[Path],
+    drawn: list[tuple[str, str, int, str]],
+    windows: dict[tuple[str, int], Window],
+    images: ImageStore,
+    bad: Offenders,
+) -> int:
+    """Compare the drawn frames with their IR observations; returns the frames compared."""
+    checked = [0]
+
+    def on_result(job: tuple[str, Any, Any, Any], kind: str | None) -> None:
+        checked[0] += 1
+        if kind is not None:
+            bad.add(kind, job[0])
+
+    paths = {p.name: p for p in shards}
+    with ThreadedCompare(lambda job: _frame_mismatch(images, job), on_result) as frames:  # type: ignore[arg-type]
+        for shard, group in itertools.groupby(drawn, key=lambda d: d[0]):
+            with h5py.File(paths[shard], "r") as f:
+                for _, name, t, episode in group:
+                    where = f"{shard}/{name} step {t}"
+                    window = windows.get((episode, t))
+                    if window is None:
+                        bad.add("step missing from the IR", where)
+                        continue
+                    av = f["data"][name]["obs/agentview_rgb"]
+                    frames.add((where, read_chunk(av, t), av.shape[1:], window))
+    return checked[0]
 
 
 def _leakage_verdict(rates: _EyeRates, bad: Offenders, figures: dict[str, Any]) -> Verdict:
@@ -250,13 +317,16 @@ def _cursor_offences(where: str, demo: Any, bad: Offenders) -> int:
     return len(types)
 
 
-def causal_cursor(shards: list[Path], pixel_samples: int = 3) -> Verdict:
+def causal_cursor(shards: list[Path], pixel_samples: int = PIXEL_SAMPLES) -> Verdict:
     """ERROR when an eye_rect is not the clamped window on the causal cursor (step 0: centre),
     the stored cursor disagrees with it, or the eye pixels are not the agentview pixels under it.
+    Every step's geometry is checked; the pixels of `pixel_samples` steps drawn over the whole
+    partition (steps whose frame was resized are not comparable and are passed over).
     """
     bad = Offenders()
     steps = 0
     pixels = [0]
+    sample = StepSample(count_steps(shards), pixel_samples)
 
     def on_result(job: tuple[Any, ...], ok: bool) -> None:
         pixels[0] += 1
@@ -265,11 +335,15 @@ def causal_cursor(shards: list[Path], pixel_samples: int = 3) -> Verdict:
 
     with ThreadedCompare(_eye_pixels_match, on_result) as compare:
         for where, demo in demos(shards):
-            steps += _cursor_offences(where, demo, bad)
+            n = _cursor_offences(where, demo, bad)
+            steps += n
             av, eye = demo["obs/agentview_rgb"], demo["obs/eye_in_hand_rgb"]
             H, W = av.shape[1:3]
+            picks = sample.take(n)
+            if not picks:
+                continue
             rect, nhw = demo["eye_rect"][:], demo["native_hw"][:]
-            for t in sample_steps(len(rect), pixel_samples):
+            for t in picks:
                 if (int(nhw[t, 0]), int(nhw[t, 1])) != (H, W):
                     continue  # a resized frame: its crop came from native pixels not stored here
                 ex, ey = round(float(rect[t, 0]) * W), round(float(rect[t, 1]) * H)

@@ -4,6 +4,7 @@ small thread pool that compares sampled frames as they are read."""
 
 from __future__ import annotations
 
+import random
 import zlib
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -78,11 +79,51 @@ def close_pixels(a: np.ndarray, b: np.ndarray, tolerance: float = 1.0) -> bool:
     return bool(np.abs(a.astype(np.int16) - b.astype(np.int16)).mean() <= tolerance)
 
 
-def sample_steps(T: int, n: int) -> list[int]:
-    """Up to n step indices spread over an episode: first, last, and evenly between."""
-    if n >= T:
-        return list(range(T))
-    return sorted({round(i * (T - 1) / (n - 1)) for i in range(n)})
+PIXEL_SAMPLES = 64  # frames a check reads pixels of, per partition, whatever its size
+
+
+def count_steps(shards: list[Path]) -> int:
+    """Steps in these shards, from each shard's `total` attribute (its demos' when it has none:
+    a shard some other writer made)."""
+    total = 0
+    for path in shards:
+        with h5py.File(path, "r") as f:
+            data = f["data"]
+            if "total" in data.attrs:
+                total += int(data.attrs["total"])
+            else:
+                total += sum(_demo_steps(d) for d in data.values())
+    return total
+
+
+def _demo_steps(demo: h5py.Group) -> int:
+    if "num_samples" in demo.attrs:
+        return int(demo.attrs["num_samples"])
+    return int(demo["action_type"].shape[0]) if "action_type" in demo else 0
+
+
+class StepSample:
+    """A fixed number of steps drawn from a partition, so a check that reads pixels costs the same
+    at any size. The draw is seeded by the step count (the same shards, the same steps) and
+    spread at random over every step, so no episode length or shard boundary aliases it onto one
+    step position. Demos are visited in order and `take(T)` answers which of the next demo's T
+    steps are drawn."""
+
+    def __init__(self, total: int, size: int = PIXEL_SAMPLES) -> None:
+        picked = random.Random(f"gui_assets:{total}").sample(range(total), min(size, total))
+        self._positions = sorted(picked)
+        self._next = 0
+        self._offset = 0
+        self.size = len(picked)
+
+    def take(self, T: int) -> list[int]:
+        end = self._offset + T
+        out = []
+        while self._next < len(self._positions) and self._positions[self._next] < end:
+            out.append(self._positions[self._next] - self._offset)
+            self._next += 1
+        self._offset = end
+        return out
 
 
 class ThreadedCompare(Generic[Job, Result]):
