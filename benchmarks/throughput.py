@@ -1,14 +1,20 @@
-"""Throughput benchmark: the project's CLI build against the hand-written h5py script.
+"""Throughput benchmark: the project's CLI builds against the hand-written h5py script.
 
-    python -m benchmarks.throughput --steps 1000
+    python -m benchmarks.throughput --steps 1200 --scale 4
 
-Generates (once, cached under --work) `--steps` realistic screenshots in the Mind2Web layout,
-then in the same run times
-  1. the hand-written script (benchmarks/handwritten.py: Pillow, h5py gzip-4, one process), and
-  2. the project's whole CLI build of the partition, adapter to dataset_info.json with every
-     asset check: `dagster asset materialize -m gui_assets --select <chain> --partition train`,
-and prints steps/s, bytes per step and peak RSS of each, with their ratio. Both outputs are
-then read back with plain h5py and compared pixel for pixel on sampled frames.
+Generates (once, cached under --work) `--steps` realistic screenshots in the Mind2Web layout
+(and `--scale` times as many, when given), then in the same run times
+  1. the hand-written script (benchmarks/handwritten.py: Pillow, h5py gzip-4, one process);
+  2. the chain: `dagster asset materialize -m gui_assets --select <chain> --partition train`,
+     adapter to dataset_info.json with every asset check, no publishing;
+  3. the user's command: `dagster asset materialize --select 'mind2web*' --partition train`,
+     the chain plus publishing (upload to <out>/hub/, preview, card, hub card, cua-lite export),
+     with the seconds of each of its steps read from the run log;
+and prints steps/s, bytes per step and peak RSS of each, with their ratio to the script. With
+--scale, the script and the user's command run again on the larger mirror, and the marginal
+rate (the extra steps over the extra seconds) is reported apart from start-up costs. Every
+output is read back with plain h5py and compared pixel for pixel with the script's on sampled
+frames.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import json
 import os
 import platform
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -33,7 +40,11 @@ from benchmarks.frames import write_mirror
 
 REPO = Path(__file__).resolve().parent.parent
 CHAIN = "mind2web,mind2web_episodes,mind2web_splits,mind2web_shards,mind2web_dataset_info"
+USERS = "mind2web*"  # the selection users type: the chain and everything downstream of it
 EXECUTORS = ("in_process", "multiprocess")  # GUI_ASSETS_EXECUTOR for the CLI run
+# Steps whose seconds count as publishing in the user's command.
+PUBLISHING = ("mind2web_upload", "preview", "dataset_card", "hub_card", "cua_lite_export")
+_STEP_DONE = re.compile(r'STEP_SUCCESS - Finished execution of step "([^"]+)" in ([0-9.]+)(ms|s|m)')
 
 
 def _run(cmd: list[str], env: dict[str, str], log: Path) -> tuple[float, float, int]:
@@ -96,99 +107,203 @@ def _sample_equal(ours: list[Path], theirs: Path, samples: int, seed: int) -> di
     return {"frames_compared": compared, "equal": True}
 
 
+def _step_seconds(log: Path) -> dict[str, float]:
+    """Seconds of each step of a run, from Dagster's STEP_SUCCESS lines in the CLI's output."""
+    seconds: dict[str, float] = {}
+    for m in _STEP_DONE.finditer(log.read_text(encoding="utf-8", errors="replace")):
+        value = float(m.group(2)) * {"ms": 0.001, "s": 1.0, "m": 60.0}[m.group(3)]
+        seconds[m.group(1)] = seconds.get(m.group(1), 0.0) + value
+    return seconds
+
+
+def _script(work: Path, repo: Path, steps: int, env: dict[str, str], tag: str) -> dict[str, Any]:
+    out = work / f"handwritten-{tag}.hdf5"
+    out.unlink(missing_ok=True)
+    log = work / f"handwritten-{tag}.log"
+    secs, rss, rc = _run([sys.executable, "-m", "benchmarks.handwritten", str(repo), str(out)], env, log)
+    if rc:
+        raise SystemExit(f"the hand-written script failed; see {log}")
+    print(f"hand-written script ({steps} steps): {secs:.1f}s", flush=True)
+    return {
+        "steps": steps,
+        "seconds": round(secs, 2),
+        "steps_per_s": round(steps / secs, 2),
+        "bytes_per_step": round(out.stat().st_size / steps),
+        "peak_rss_mb": round(rss),
+        "output": str(out),
+    }
+
+
+def _cli(
+    work: Path,
+    mirror: Path,
+    steps: int,
+    env: dict[str, str],
+    script: dict[str, Any],
+    *,
+    select: str,
+    executor: str,
+    tag: str,
+    samples: int,
+) -> dict[str, Any]:
+    out = work / f"out-{tag}"
+    home = work / f"dagster-home-{tag}"
+    for p in (out, home):
+        shutil.rmtree(p, ignore_errors=True)
+    home.mkdir()
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n", encoding="utf-8")
+    cmd = [sys.executable, "-m", "dagster", "asset", "materialize", "-m", "gui_assets",
+           "--select", select, "--partition", "train"]  # fmt: skip
+    run_env = {
+        **env,
+        "GUI_ASSETS_MIRROR": str(mirror),
+        "GUI_ASSETS_OUT": str(out),
+        "GUI_ASSETS_EXECUTOR": executor,
+        "DAGSTER_HOME": str(home),
+    }
+    log = work / f"cli-{tag}.log"
+    secs, rss, rc = _run(cmd, run_env, log)
+    if rc:
+        raise SystemExit(f"the CLI build ({tag}) failed; see {log}")
+    info = json.loads((out / "mind2web_train" / "dataset_info.json").read_text(encoding="utf-8"))
+    shards = sorted((out / "mind2web_train").glob("mind2web_train_*.hdf5"))
+    built = info["stats"]["steps"]
+    if built != steps:
+        raise SystemExit(f"the build wrote {built} steps of {steps}; see {log}")
+    hand = Path(script["output"])
+    size = sum(p.stat().st_size for p in shards)
+    result: dict[str, Any] = {
+        "select": select,
+        "steps": steps,
+        "seconds": round(secs, 2),
+        "steps_per_s": round(steps / secs, 2),
+        "bytes_per_step": round(size / steps),
+        "peak_rss_mb": round(rss),
+        "shards": len(shards),
+        "frame_codec": info["build"]["config"]["frame_codec"],
+        "speedup": round(script["seconds"] / secs, 2),
+        "size_ratio": round(size / hand.stat().st_size, 4),
+        "readback": _sample_equal(shards, hand, samples, seed=0),
+    }
+    step_seconds = _step_seconds(log)
+    if step_seconds:
+        result["step_seconds"] = {
+            k: round(v, 2) for k, v in sorted(step_seconds.items(), key=lambda kv: -kv[1])
+        }
+        publishing = sum(v for k, v in step_seconds.items() if k in PUBLISHING)
+        if select == USERS:
+            result["publishing_seconds"] = round(publishing, 2)
+            result["publishing_share"] = round(publishing / secs, 4)
+    print(f"CLI {select!r} ({executor}, {steps} steps): {secs:.1f}s", flush=True)
+    return result
+
+
+def _marginal(small: dict[str, Any], large: dict[str, Any]) -> dict[str, float]:
+    """Steps per second of the extra steps: start-up and other fixed costs cancel out."""
+    extra_steps = large["steps"] - small["steps"]
+    extra_seconds = large["seconds"] - small["seconds"]
+    return {
+        "extra_steps": extra_steps,
+        "extra_seconds": round(extra_seconds, 2),
+        "steps_per_s": round(extra_steps / extra_seconds, 2) if extra_seconds > 0 else float("inf"),
+    }
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--steps", type=int, default=1000)
+    ap.add_argument("--steps", type=int, default=1200)
+    ap.add_argument("--scale", type=int, default=0, help="also run at steps x scale for the marginal rate")
     ap.add_argument("--width", type=int, default=1280)
     ap.add_argument("--height", type=int, default=1080)
     ap.add_argument("--episode-len", type=int, default=20)
     ap.add_argument("--work", type=Path, default=Path("/tmp/gui_assets_bench"))
     ap.add_argument("--executor", choices=EXECUTORS, action="append", help="default: in_process")
-    ap.add_argument("--samples", type=int, default=40, help="frames compared between the two outputs")
+    ap.add_argument("--no-chain", action="store_true", help="skip the chain-only run")
+    ap.add_argument("--samples", type=int, default=40, help="frames compared between the outputs")
     args = ap.parse_args(argv)
     executors = args.executor or ["in_process"]
 
     work = args.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
-    t0 = time.perf_counter()
-    repo = write_mirror(
-        work / "mirror", args.steps, args.width, args.height, args.episode_len, os.cpu_count() or 1
-    )
-    print(f"frames ready in {time.perf_counter() - t0:.1f}s: {repo}", flush=True)
+    sizes = [args.steps] + ([args.steps * args.scale] if args.scale > 1 else [])
+    mirrors: dict[int, Path] = {}
+    repos: dict[int, Path] = {}
+    for steps in sizes:
+        t0 = time.perf_counter()
+        mirrors[steps] = work / f"mirror-{steps}"
+        repos[steps] = write_mirror(
+            mirrors[steps], steps, args.width, args.height, args.episode_len, os.cpu_count() or 1
+        )
+        print(f"{steps} frames ready in {time.perf_counter() - t0:.1f}s: {repos[steps]}", flush=True)
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GUI_ASSETS_", "DAGSTER_"))}
     results: dict[str, Any] = {
         "machine": _machine(),
         "steps": args.steps,
         "frame": f"{args.width}x{args.height}",
+        "runs": {},
     }
+    runs = results["runs"]
+    rows: list[tuple[str, dict[str, Any]]] = []
+    for steps in sizes:
+        script = runs[f"script@{steps}"] = _script(work, repos[steps], steps, env, str(steps))
+        rows.append((f"hand-written script @{steps}", script))
+        for executor in executors:
+            common = {"executor": executor, "samples": args.samples}
+            if steps == args.steps and not args.no_chain:
+                r = _cli(
+                    work,
+                    mirrors[steps],
+                    steps,
+                    env,
+                    script,
+                    select=CHAIN,
+                    tag=f"chain-{executor}-{steps}",
+                    **common,
+                )
+                runs[f"chain-{executor}@{steps}"] = r
+                rows.append((f"chain ({executor}) @{steps}", r))
+            r = _cli(
+                work,
+                mirrors[steps],
+                steps,
+                env,
+                script,
+                select=USERS,
+                tag=f"users-{executor}-{steps}",
+                **common,
+            )
+            runs[f"users-{executor}@{steps}"] = r
+            rows.append((f"'mind2web*' ({executor}) @{steps}", r))
+    if len(sizes) == 2:
+        small, large = sizes
+        marginal = {"script": _marginal(runs[f"script@{small}"], runs[f"script@{large}"])}
+        for executor in executors:
+            key = f"users-{executor}"
+            marginal[key] = _marginal(runs[f"{key}@{small}"], runs[f"{key}@{large}"])
+            marginal[key]["ratio_to_script"] = round(
+                marginal[key]["steps_per_s"] / marginal["script"]["steps_per_s"], 2
+            )
+            rss = (runs[f"{key}@{small}"]["peak_rss_mb"], runs[f"{key}@{large}"]["peak_rss_mb"])
+            marginal[key]["peak_rss_growth"] = round(rss[1] / rss[0] - 1, 4)
+        results["marginal"] = marginal
 
-    hand_out = work / "handwritten.hdf5"
-    hand_out.unlink(missing_ok=True)
-    secs, rss, rc = _run(
-        [sys.executable, "-m", "benchmarks.handwritten", str(repo), str(hand_out)],
-        env,
-        work / "handwritten.log",
-    )
-    if rc:
-        raise SystemExit(f"the hand-written script failed; see {work / 'handwritten.log'}")
-    results["handwritten"] = {
-        "seconds": round(secs, 2),
-        "steps_per_s": round(args.steps / secs, 2),
-        "bytes_per_step": round(hand_out.stat().st_size / args.steps),
-        "peak_rss_mb": round(rss),
-    }
-    print(f"hand-written script: {secs:.1f}s", flush=True)
-
-    for executor in executors:
-        out = work / f"out-{executor}"
-        home = work / f"dagster-home-{executor}"
-        for p in (out, home):
-            shutil.rmtree(p, ignore_errors=True)
-        home.mkdir()
-        (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n", encoding="utf-8")
-        cmd = [sys.executable, "-m", "dagster", "asset", "materialize", "-m", "gui_assets",
-               "--select", CHAIN, "--partition", "train"]  # fmt: skip
-        run_env = {
-            **env,
-            "GUI_ASSETS_MIRROR": str(work / "mirror"),
-            "GUI_ASSETS_OUT": str(out),
-            "DAGSTER_HOME": str(home),
-        }
-        log = work / f"cli-{executor}.log"
-        secs, rss, rc = _run(cmd, run_env, log)
-        if rc:
-            raise SystemExit(f"the CLI build ({executor}) failed; see {log}")
-        info = json.loads((out / "mind2web_train" / "dataset_info.json").read_text(encoding="utf-8"))
-        shards = sorted((out / "mind2web_train").glob("mind2web_train_*.hdf5"))
-        steps = info["stats"]["steps"]
-        if steps != args.steps:
-            raise SystemExit(f"the build wrote {steps} steps of {args.steps}; see {log}")
-        results[f"cli_{executor}"] = {
-            "seconds": round(secs, 2),
-            "steps_per_s": round(steps / secs, 2),
-            "bytes_per_step": round(sum(p.stat().st_size for p in shards) / steps),
-            "peak_rss_mb": round(rss),
-            "shards": len(shards),
-            "frame_codec": info["build"]["config"]["frame_codec"],
-            "speedup": round(results["handwritten"]["seconds"] / secs, 2),
-            "size_ratio": round(sum(p.stat().st_size for p in shards) / hand_out.stat().st_size, 4),
-            "readback": _sample_equal(shards, hand_out, args.samples, seed=0),
-        }
-        print(f"CLI build ({executor}): {secs:.1f}s", flush=True)
-
-    rows = [("hand-written script", results["handwritten"])] + [
-        (f"gui_assets CLI ({e})", results[f"cli_{e}"]) for e in executors
-    ]
-    print(f"\n{args.steps} steps of {args.width}x{args.height}, {results['machine']['cpus']} CPUs "
+    print(f"\n{args.width}x{args.height} frames, {results['machine']['cpus']} CPUs "
           f"({results['machine']['cpu_model']})")  # fmt: skip
-    head = ("seconds", "steps/s", "KB/step", "peak RSS MB", "speed-up", "size")
-    print(f"{'':24} " + " ".join(f"{h:>{w}}" for h, w in zip(head, (8, 8, 8, 12, 9, 7), strict=True)))
+    head = ("seconds", "steps/s", "KB/step", "peak RSS MB", "speed-up", "size", "publishing")
+    widths = (8, 8, 8, 12, 9, 7, 11)
+    print(f"{'':34} " + " ".join(f"{h:>{w}}" for h, w in zip(head, widths, strict=True)))
     for name, r in rows:
         speed = f"{r['speedup']:.2f}x" if "speedup" in r else "1.00x"
         size = f"{r['size_ratio']:.3f}" if "size_ratio" in r else "1.000"
-        print(f"{name:24} {r['seconds']:>8.1f} {r['steps_per_s']:>8.1f} {r['bytes_per_step'] / 1000:>8.0f} "
-              f"{r['peak_rss_mb']:>12} {speed:>9} {size:>7}")  # fmt: skip
+        pub = f"{r['publishing_share'] * 100:.1f}%" if "publishing_share" in r else ""
+        print(f"{name:34} {r['seconds']:>8.1f} {r['steps_per_s']:>8.1f} {r['bytes_per_step'] / 1000:>8.0f} "
+              f"{r['peak_rss_mb']:>12} {speed:>9} {size:>7} {pub:>11}")  # fmt: skip
+    for name, m in results.get("marginal", {}).items():
+        extra = f", {m['ratio_to_script']:.2f}x the script's" if "ratio_to_script" in m else ""
+        growth = f", peak RSS {m['peak_rss_growth'] * 100:+.1f}%" if "peak_rss_growth" in m else ""
+        print(f"marginal {name}: {m['extra_steps']} extra steps in {m['extra_seconds']:.1f}s = "
+              f"{m['steps_per_s']:.1f} steps/s{extra}{growth}")  # fmt: skip
     (work / "results.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     print(f"\nresults: {work / 'results.json'}")
     return results
