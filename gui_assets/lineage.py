@@ -17,6 +17,7 @@ import ast
 import functools
 import hashlib
 import json
+import os
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -101,10 +102,10 @@ def module_path(name: str, package_dir: Path = PACKAGE_DIR) -> Path | None:
     if name == PACKAGE:
         return None  # the package __init__ assembles the code location; no stage runs it
     if name.startswith(PACKAGE + "."):
-        rel = Path(*name.split(".")[1:])
-        for candidate in (package_dir / rel.with_suffix(".py"), package_dir / rel / "__init__.py"):
-            if candidate.is_file():
-                return candidate
+        rel = os.path.join(str(package_dir), *name.split(".")[1:])
+        for candidate in (rel + ".py", os.path.join(rel, "__init__.py")):
+            if os.path.isfile(candidate):  # os.path, not pathlib: called thousands of times per load
+                return Path(candidate)
         return None
     file = getattr(sys.modules.get(name), "__file__", None)
     return Path(file) if file and file.endswith(".py") else None
@@ -112,23 +113,27 @@ def module_path(name: str, package_dir: Path = PACKAGE_DIR) -> Path | None:
 
 def import_closure(roots: Iterable[str], package_dir: Path = PACKAGE_DIR) -> list[str]:
     """The roots and every package module they import, directly or through others, sorted."""
-    seen: set[str] = set()
-    todo = [r for r in roots]
+    return sorted(_closure_paths(roots, package_dir))
+
+
+def _closure_paths(roots: Iterable[str], package_dir: Path) -> dict[str, Path]:
+    seen: dict[str, Path] = {}
+    looked: set[str] = set()
+    todo = list(roots)
     while todo:
         name = todo.pop()
-        if name in seen:
+        if name in looked:
             continue
+        looked.add(name)
         path = module_path(name, package_dir)
         if path is None:
             continue
-        seen.add(name)
+        seen[name] = path
         parents = name.split(".")
         for i in range(2, len(parents)):  # a subpackage's __init__ runs before its modules
             todo.append(".".join(parents[:i]))
-        for imported in _imports_of(path, _stamp(path), name):
-            if imported.startswith(PACKAGE + ".") and imported not in seen:
-                todo.append(imported)
-    return sorted(seen)
+        todo.extend(i for i in _imports_of(path, _stamp(path), name) if i.startswith(PACKAGE + "."))
+    return seen
 
 
 def _stamp(path: Path) -> tuple[int, int]:
@@ -150,9 +155,9 @@ def _module_digest(path: Path, stamp: tuple[int, int]) -> str:
 def version_of(roots: Iterable[str], data: Any = None, package_dir: Path = PACKAGE_DIR) -> str:
     """A 16-hex code version over the roots' import closure (normalized) and `data`."""
     h = hashlib.sha256(GUI_ASSETS_VERSION.encode())
-    for name in import_closure(roots, package_dir):
-        path = module_path(name, package_dir)
-        assert path is not None
+    closure = _closure_paths(roots, package_dir)
+    for name in sorted(closure):
+        path = closure[name]
         h.update(name.encode() + b"\0" + _module_digest(path, _stamp(path)).encode() + b"\n")
     h.update(json.dumps(data, sort_keys=True, default=str).encode())
     return h.hexdigest()[:16]
