@@ -181,18 +181,17 @@ def write_preview(
     rows = 0
     schema = SCHEMA.with_metadata({"huggingface": json.dumps({"info": {"features": FEATURES}})})
     path = out / PREVIEW_DIR / PREVIEW_FILE
-    with atomic_path(path) as tmp:
-        with pq.ParquetWriter(tmp, schema) as writer:
-            for info in infos:
-                steps = info.stats["steps"]
-                quota = min(steps, max(1, round(count * steps / total)))
-                ranked = ranked_steps(out, info, seed, count)
-                picks = sorted(ranked[:quota], key=lambda p: (p[0], int(p[1][5:]), p[2]))
-                per_directory[info.directory] = len(picks)
-                produced = _directory_rows(out, info, picks, threads, counts)
-                while batch := list(itertools.islice(produced, ROW_GROUP)):
-                    writer.write_table(pa.Table.from_pylist(batch, schema=schema))
-                    rows += len(batch)
+    with atomic_path(path) as tmp, pq.ParquetWriter(tmp, schema) as writer:
+        for info in infos:
+            steps = info.stats["steps"]
+            quota = min(steps, max(1, round(count * steps / total)))
+            ranked = ranked_steps(out, info, seed, count)
+            picks = sorted(ranked[:quota], key=lambda p: (p[0], int(p[1][5:]), p[2]))
+            per_directory[info.directory] = len(picks)
+            produced = _directory_rows(out, info, picks, threads, counts)
+            while batch := list(itertools.islice(produced, ROW_GROUP)):
+                writer.write_table(pa.Table.from_pylist(batch, schema=schema))
+                rows += len(batch)
     return {
         "path": str(path),
         "rows": rows,
