@@ -85,7 +85,6 @@ class Offenders:
 
 # --- alignment leakage -------------------------------------------------------------------
 
-
 Window = tuple[str, str, int, int, int, int]  # an IR observation: sha, ext, left, top, width, height
 
 

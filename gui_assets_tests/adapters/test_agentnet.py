@@ -242,7 +242,12 @@ def test_demo_partitions_build_main_and_val_shards_with_the_holdout_recorded(dem
     for key in ("ubuntu", "win_mac"):
         info = build_directory(AGENTNET, key, tmp_path, RawSettings(mode="mirror", mirror=demo_mirror))
         d = tmp_path / f"agentnet_{key}"
-        assert [s.file for s in info.shards] == [f"agentnet_{key}_0000.hdf5"]
+        # a shard per frame size (win_mac's demos are 1366x768 and 1024x640 screens), so batches stack
+        names = [s.file for s in info.shards]
+        assert names == [f"agentnet_{key}_{i:04d}.hdf5" for i in range(len(names))]
+        for name in names:
+            with h5py.File(d / name) as f:
+                assert len({f["data"][n]["obs/agentview_rgb"].shape[1:] for n in f["data"]}) == 1, name
         assert [s.file for s in info.val_shards] == [f"agentnet_{key}_val_0000.hdf5"]
         rule = info.build["holdout_rule"]
         assert rule["name"] == "hash_holdout" and rule["fraction"] == 0.02 and rule["val_episodes"] == 1
@@ -255,9 +260,11 @@ def test_demo_partitions_build_main_and_val_shards_with_the_holdout_recorded(dem
             assert check(shard_reader.shard_files(d, f"agentnet_{key}")).passed
     repeats = [r for r in read_split_rows(OutLayout(tmp_path), "agentnet_win_mac") if "#" in r["episode_id"]]
     assert repeats and all(r["part"] == "main" for r in repeats)
-    with h5py.File(tmp_path / "agentnet_win_mac" / "agentnet_win_mac_0000.hdf5") as f:
-        texts = [t.decode() for n in f["data"] for t in f["data"][n]["action_text"][:]]
-        thoughts = [t.decode() for n in f["data"] for t in f["data"][n]["step_thought"][:]]
+    texts, thoughts = [], []
+    for shard in sorted((tmp_path / "agentnet_win_mac").glob("agentnet_win_mac_0*.hdf5")):
+        with h5py.File(shard) as f:
+            texts += [t.decode() for n in f["data"] for t in f["data"][n]["action_text"][:]]
+            thoughts += [t.decode() for n in f["data"] for t in f["data"][n]["step_thought"][:]]
     assert "Zürich weather ✓\n" in texts and "alt+å" in texts
     assert all(thoughts)
 

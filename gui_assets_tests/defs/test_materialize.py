@@ -202,8 +202,10 @@ def test_the_weblinx_cli_command_builds_valid(tmp_path, demo_mirror):
     r = cli_materialize("valid", tmp_path, clean_env(GUI_ASSETS_MIRROR=str(demo_mirror)), source="weblinx")
     assert r.returncode == 0, r.stderr[-3000:]
     d = tmp_path / "build" / "weblinx_valid"
-    assert sorted(p.name for p in d.iterdir()) == ["dataset_info.json", "weblinx_valid_0000.hdf5"]
     info = json.loads((d / "dataset_info.json").read_text())
+    shards = [s["file"] for s in info["shards"]]  # one per frame size: the demos' viewports differ
+    assert shards == [f"weblinx_valid_{i:04d}.hdf5" for i in range(len(shards))]
+    assert sorted(p.name for p in d.iterdir()) == ["dataset_info.json", *shards]
     assert info["stats"]["episodes_out"] == 2 and info["split"] == "valid"
 
 
