@@ -78,6 +78,7 @@ STEP_SCHEMA = pa.schema(
 )
 
 _ROW_GROUP_STEPS = 2048
+_ROW_GROUP_EPISODES = 512
 
 
 class ImageStore:
@@ -91,6 +92,7 @@ class ImageStore:
 
     def __init__(self, root: Path, writers: int = 0, max_pending: int = 64) -> None:
         self.root = root
+        self._root = os.fspath(root)
         self._pool = ThreadPoolExecutor(writers, thread_name_prefix="gui-assets-images") if writers else None
         self._pending: dict[str, Future[None]] = {}
         self._slots = threading.BoundedSemaphore(max_pending)
@@ -108,9 +110,11 @@ class ImageStore:
         sha = hashlib.sha256(data).hexdigest()
         if sha in self._pending:
             return sha
-        p = self.path(sha, ext)
-        if p.exists():
+        # A plain string for the common "already stored" case: pathlib interns every part of
+        # every path it makes, churning the process-wide interned table once per step.
+        if os.path.exists(os.path.join(self._root, sha[:2], f"{sha}.{ext}")):
             return sha
+        p = self.path(sha, ext)
         if self._pool is None:
             atomic_write_bytes(p, data)
             return sha
@@ -211,7 +215,11 @@ def _step_row(episode_id: str, index: int, s: GuiStep) -> dict[str, Any]:
 
 
 class EpisodeWriter:
-    """Streams episodes into a partition's IR directory; `close(stats)` publishes it atomically."""
+    """Streams episodes into a partition's IR directory; `close(stats)` publishes it atomically.
+
+    Both tables are written as episodes arrive, a row group at a time, so the writer holds a
+    window of rows whatever the partition's size; episodes and steps are in the same order.
+    """
 
     def __init__(self, directory: Path) -> None:
         self.final = directory
@@ -220,6 +228,7 @@ class EpisodeWriter:
             shutil.rmtree(self.tmp)
         self.tmp.mkdir(parents=True)
         self._steps = pq.ParquetWriter(self.tmp / STEPS_FILE, STEP_SCHEMA, compression="zstd")
+        self._episodes = pq.ParquetWriter(self.tmp / EPISODES_FILE, EPISODE_SCHEMA)
         self._step_rows: list[dict[str, Any]] = []
         self._episode_rows: list[dict[str, Any]] = []
         self._closed = False
@@ -238,30 +247,38 @@ class EpisodeWriter:
             }
         )
         self._step_rows.extend(_step_row(episode.episode_id, i, s) for i, s in enumerate(episode.steps))
-        if len(self._step_rows) >= _ROW_GROUP_STEPS:
-            self._flush()
+        # Both tables flush together, so the window is one row group of steps (or of episodes,
+        # when episodes are short) whatever the partition.
+        if len(self._step_rows) >= _ROW_GROUP_STEPS or len(self._episode_rows) >= _ROW_GROUP_EPISODES:
+            self._flush_steps()
+            self._flush_episodes()
 
-    def _flush(self) -> None:
+    def _flush_steps(self) -> None:
         if self._step_rows:
             self._steps.write_table(pa.Table.from_pylist(self._step_rows, schema=STEP_SCHEMA))
             self._step_rows = []
 
+    def _flush_episodes(self) -> None:
+        if self._episode_rows:
+            self._episodes.write_table(pa.Table.from_pylist(self._episode_rows, schema=EPISODE_SCHEMA))
+            self._episode_rows = []
+
     def close(self, stats: BuildStats) -> None:
         if self._closed:
             return
-        self._flush()
+        self._flush_steps()
+        self._flush_episodes()
         self._steps.close()
-        pq.write_table(
-            pa.Table.from_pylist(self._episode_rows, schema=EPISODE_SCHEMA), self.tmp / EPISODES_FILE
-        )
+        self._episodes.close()
         atomic_write_text(self.tmp / STATS_FILE, json.dumps(stats.to_dict(), indent=2, sort_keys=True))
         _swap_directory(self.tmp, self.final)
         self._closed = True
 
     def abort(self) -> None:
         if not self._closed:
-            with contextlib.suppress(Exception):
-                self._steps.close()
+            for w in (self._steps, self._episodes):
+                with contextlib.suppress(Exception):
+                    w.close()
             shutil.rmtree(self.tmp, ignore_errors=True)
             self._closed = True
 
@@ -310,14 +327,25 @@ def _steps_from_rows(rows: list[dict[str, Any]]) -> list[GuiStep]:
     ]
 
 
+def _table_rows(path: Path, batch_size: int) -> Iterator[dict[str, Any]]:
+    for batch in pq.ParquetFile(path).iter_batches(batch_size=batch_size):
+        yield from batch.to_pylist()
+
+
 def iter_episodes(directory: Path) -> Iterator[GuiEpisode]:
-    """Stream the partition's episodes in stored order; memory holds about one episode."""
-    meta = {r["episode_id"]: r for r in read_episode_table(directory).to_pylist()}
+    """Stream the partition's episodes in stored order; memory holds about one episode.
+
+    The episode table is read beside the step table, not indexed whole: EpisodeWriter writes
+    both in the same episode order (an episode without steps has no step rows and is skipped).
+    """
+    meta = _table_rows(directory / EPISODES_FILE, 256)
     pending: list[dict[str, Any]] = []
     current: str | None = None
 
     def build(eid: str, rows: list[dict[str, Any]]) -> GuiEpisode:
-        m = meta[eid]
+        m = next((m for m in meta if m["episode_id"] == eid), None)
+        if m is None:
+            raise ValueError(f"{directory}: the step table names {eid!r} out of the episode table's order")
         return GuiEpisode(
             episode_id=eid,
             source=m["source"],
@@ -327,12 +355,11 @@ def iter_episodes(directory: Path) -> Iterator[GuiEpisode]:
             attrs=json.loads(m["attrs"]),
         )
 
-    for batch in pq.ParquetFile(directory / STEPS_FILE).iter_batches(batch_size=1024):
-        for row in batch.to_pylist():
-            if row["episode_id"] != current:
-                if current is not None:
-                    yield build(current, pending)
-                current, pending = row["episode_id"], []
-            pending.append(row)
+    for row in _table_rows(directory / STEPS_FILE, 1024):
+        if row["episode_id"] != current:
+            if current is not None:
+                yield build(current, pending)
+            current, pending = row["episode_id"], []
+        pending.append(row)
     if current is not None:
         yield build(current, pending)

@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections import defaultdict
+import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -91,6 +91,10 @@ COLUMNS = [
     "screenshot",
 ]
 _BATCH_ROWS = 8
+# Read a column chunk through a buffer of this size, page by page. Without it, pyarrow reads
+# every row group of the file for the chosen columns at once (pre_buffer): a whole upstream file
+# of screenshots in memory (109 MB for a 74 MB file of 200 1280x1080 PNGs, 40 MB with it).
+_READ_BUFFER = 1 << 20
 MAX_ACTION_INDEX = 100_000
 
 DROPS = frozenset(
@@ -329,7 +333,7 @@ def expand_action(row: _Row, config: BuildConfig, pointer: tuple[float, float]) 
 
 def _open(raw: RawPartition, path: Any, name: str) -> pq.ParquetFile:
     try:
-        pf = pq.ParquetFile(path)
+        pf = pq.ParquetFile(path, pre_buffer=False, buffer_size=_READ_BUFFER)
     except (OSError, pa.ArrowInvalid) as e:
         raise RawInputError(f"{raw.repo_id}/{name}: not a readable parquet file ({e})") from None
     missing = {"annotation_id", "operation", "target_action_index", "screenshot"} - set(pf.schema_arrow.names)
@@ -338,44 +342,142 @@ def _open(raw: RawPartition, path: Any, name: str) -> pq.ParquetFile:
     return pf
 
 
+_ATTRS = ("website", "domain", "subdomain", "instruction")
+
+
+def _to_blob(text: str) -> bytes:
+    """A step's text as bytes: a JSON `value` may carry a lone surrogate, which TEXT refuses
+    (GuiStep replaces it later; the spill must give back what it was given)."""
+    return text.encode("utf-8", "surrogatepass")
+
+
+def _from_blob(data: bytes) -> str:
+    return data.decode("utf-8", "surrogatepass")
+
+
+class TaskRows:
+    """A split's reduced rows, kept on disk and read back task by task in annotation_id order.
+
+    A task's rows may sit in any file in any order, so no episode is complete before the last
+    file is read; held in memory until then they grow with the partition (issue 18). A private
+    temporary SQLite database holds them instead: its page cache is bounded, it is deleted when
+    closed (and its file is already unlinked, so a killed build leaves nothing), and its primary
+    keys hand the rows back sorted. TEXT keys compare as UTF-8 bytes, which orders exactly as
+    Python orders str (by code point), so episodes come out as `sorted()` would put them.
+    """
+
+    def __init__(self, files: list[str], cache_kib: int = 4096) -> None:
+        self.files = files  # a step's SourceRef names its file by index into this list
+        self._db = sqlite3.connect("")  # "" is SQLite's private temporary on-disk database
+        self._db.executescript(
+            f"""
+            PRAGMA journal_mode = OFF;
+            PRAGMA synchronous = OFF;
+            PRAGMA cache_size = -{cache_kib};
+            CREATE TABLE task (
+                id TEXT PRIMARY KEY, website TEXT, domain TEXT, subdomain TEXT, instruction TEXT
+            ) WITHOUT ROWID;
+            CREATE TABLE step (
+                id TEXT, idx INTEGER, action TEXT, text BLOB, x REAL, y REAL, ungrounded TEXT,
+                sha TEXT, ext TEXT, page_w INTEGER, page_h INTEGER, file INTEGER, row INTEGER,
+                PRIMARY KEY (id, idx)
+            ) WITHOUT ROWID;
+            """
+        )
+
+    def see(self, annotation_id: str) -> None:
+        """A task with a usable id: it is an episode candidate even if all its rows drop."""
+        self._db.execute("INSERT OR IGNORE INTO task (id) VALUES (?)", (annotation_id,))
+
+    def add(self, annotation_id: str, row: _Row, attrs: dict[str, str], file_no: int) -> bool:
+        """Keep a row; False when the task already has a row of that index (the first one stays).
+        The task's attrs are those of its first kept row."""
+        t = row.target
+        cur = self._db.execute(
+            "INSERT OR IGNORE INTO step VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (annotation_id, row.index, row.action_type.name, _to_blob(row.text), t.x, t.y, str(t.ungrounded),
+             row.image_sha256, row.image_ext, row.page_w, row.page_h, file_no, row.ref.row),
+        )  # fmt: skip
+        if cur.rowcount == 0:
+            return False
+        self._db.execute(
+            "UPDATE task SET website = ?, domain = ?, subdomain = ?, instruction = ? "
+            "WHERE id = ? AND instruction IS NULL",
+            (*(attrs[k] for k in _ATTRS), annotation_id),
+        )
+        return True
+
+    def tasks(self) -> Iterator[tuple[str, dict[str, str] | None]]:
+        """(annotation_id, attrs or None when no row of it was kept), by annotation_id."""
+        for annotation_id, *values in self._db.execute(
+            f"SELECT id, {', '.join(_ATTRS)} FROM task ORDER BY id"
+        ):
+            if values[-1] is None:
+                yield annotation_id, None
+            else:  # the key order _read_row gives
+                yield (
+                    annotation_id,
+                    {"annotation_id": annotation_id, **dict(zip(_ATTRS, values, strict=True))},
+                )
+
+    def rows(self, annotation_id: str, raw: RawPartition) -> list[_Row]:
+        """The task's kept rows by index: one episode's worth."""
+        found = self._db.execute("SELECT * FROM step WHERE id = ? ORDER BY idx", (annotation_id,))
+        return [
+            _Row(
+                index,
+                ActionType[action],
+                _from_blob(text),
+                Target(x, y, UngroundedReason(ungrounded) if ungrounded else ""),
+                sha,
+                ext,
+                page_w,
+                page_h,
+                SourceRef(raw.repo_id, raw.revision, self.files[file_no], row=row),
+            )
+            for _, index, action, text, x, y, ungrounded, sha, ext, page_w, page_h, file_no, row in found
+        ]
+
+    def close(self) -> None:
+        self._db.close()
+
+
 def episodes(run: AdapterRun) -> Iterator[GuiEpisode]:
     """Read every file of the split once, then yield its episodes ordered by annotation_id."""
     raw = run.raw
-    by_task: dict[str, dict[int, _Row]] = defaultdict(dict)
-    task_attrs: dict[str, dict[str, str]] = {}
-    seen: set[str] = set()  # every task with a usable id, so a task whose rows all drop is counted
-    for f in raw.files:
-        pf = _open(raw, f.local, f.path)
-        columns = [c for c in COLUMNS if c in pf.schema_arrow.names]
-        row_no = 0
-        try:
-            for batch in pf.iter_batches(batch_size=_BATCH_ROWS, columns=columns):
-                for rec in batch.to_pylist():
-                    ref = SourceRef(raw.repo_id, raw.revision, f.path, row=row_no)
-                    row_no += 1
-                    if isinstance(rec.get("annotation_id"), str) and rec["annotation_id"]:
-                        seen.add(rec["annotation_id"])
-                    try:
-                        annotation_id, row, attrs = _read_row(rec, ref, run)
-                    except Drop as e:
-                        run.drop(e.reason)
-                        continue
-                    if row.index in by_task[annotation_id]:
-                        run.drop(DropReason.DUPLICATE_STEP)
-                        continue
-                    by_task[annotation_id][row.index] = row
-                    task_attrs.setdefault(annotation_id, attrs)
-        except (OSError, pa.ArrowInvalid) as e:
-            raise RawInputError(f"{raw.repo_id}/{f.path}: unreadable at row {row_no} ({e})") from None
-    for annotation_id in run.candidates(sorted(seen)):
-        rows = by_task.pop(annotation_id, {})
-        steps = Steps()
-        for idx in sorted(rows):
-            for step in expand_action(rows[idx], run.config, steps.pointer):
-                steps.add(step)
-        attrs = task_attrs.pop(annotation_id, {"instruction": ""})
-        instruction = attrs.pop("instruction")
-        attrs["recorded_action_indices"] = json.dumps(sorted(rows))
-        episode = run.episode(annotation_id, instruction, steps, True, attrs)
-        if episode is not None:
-            yield episode
+    spill = TaskRows([f.path for f in raw.files])
+    try:
+        for file_no, f in enumerate(raw.files):
+            pf = _open(raw, f.local, f.path)
+            columns = [c for c in COLUMNS if c in pf.schema_arrow.names]
+            row_no = 0
+            try:
+                for batch in pf.iter_batches(batch_size=_BATCH_ROWS, columns=columns):
+                    for rec in batch.to_pylist():
+                        ref = SourceRef(raw.repo_id, raw.revision, f.path, row=row_no)
+                        row_no += 1
+                        if isinstance(rec.get("annotation_id"), str) and rec["annotation_id"]:
+                            spill.see(rec["annotation_id"])
+                        try:
+                            annotation_id, row, attrs = _read_row(rec, ref, run)
+                        except Drop as e:
+                            run.drop(e.reason)
+                            continue
+                        if not spill.add(annotation_id, row, attrs, file_no):
+                            run.drop(DropReason.DUPLICATE_STEP)
+            except (OSError, pa.ArrowInvalid) as e:
+                raise RawInputError(f"{raw.repo_id}/{f.path}: unreadable at row {row_no} ({e})") from None
+        for annotation_id, kept in run.candidates(spill.tasks()):
+            rows = spill.rows(annotation_id, raw)
+            steps = Steps()
+            for row in rows:
+                for step in expand_action(row, run.config, steps.pointer):
+                    steps.add(step)
+            attrs = kept or {"instruction": ""}
+            instruction = attrs.pop("instruction")
+            attrs["recorded_action_indices"] = json.dumps([r.index for r in rows])
+            episode = run.episode(annotation_id, instruction, steps, True, attrs)
+            if episode is not None:
+                yield episode
+    finally:
+        spill.close()

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from gui_assets.atomic import atomic_path
-from gui_assets.episode_store import read_episode_table
+from gui_assets.episode_store import EPISODES_FILE
 from gui_assets.layout import OutLayout
 from gui_assets.source_spec import SourceSpec
 from gui_assets.splits import MAIN, VAL
@@ -22,28 +22,40 @@ _SPLIT_SCHEMA = pa.schema(
         ("group", pa.string()),
     ]
 )
+_BATCH = 4096  # episodes assigned and written at a time
 
 
 def assign_splits(spec: SourceSpec, key: str, layout: OutLayout) -> dict[str, Any]:
+    """Assign every episode, a batch of the episode table at a time (memory holds one batch)."""
     directory = spec.directory(key)
-    table = read_episode_table(layout.episodes(directory))
-    rows = []
     rule = spec.split_rule
-    for r in table.select(["episode_id", "attrs", "content_hash"]).to_pylist():
-        attrs = json.loads(r["attrs"])
-        part = rule.assign(r["episode_id"], attrs)
-        group = str(attrs.get(rule.group_key, "")) if rule.group_key else ""
-        rows.append(
-            {"episode_id": r["episode_id"], "part": part, "content_hash": r["content_hash"], "group": group}
-        )
+    counts = {MAIN: 0, VAL: 0}
+    episodes = pq.ParquetFile(layout.episodes(directory) / EPISODES_FILE)
     path = layout.splits(directory)
-    with atomic_path(path) as tmp:
-        pq.write_table(pa.Table.from_pylist(rows, schema=_SPLIT_SCHEMA), tmp)
+    with atomic_path(path) as tmp, pq.ParquetWriter(tmp, _SPLIT_SCHEMA) as out:
+        for batch in episodes.iter_batches(
+            batch_size=_BATCH, columns=["episode_id", "attrs", "content_hash"]
+        ):
+            rows = []
+            for r in batch.to_pylist():
+                attrs = json.loads(r["attrs"])
+                part = rule.assign(r["episode_id"], attrs)
+                counts[part] += 1
+                group = str(attrs.get(rule.group_key, "")) if rule.group_key else ""
+                rows.append(
+                    {
+                        "episode_id": r["episode_id"],
+                        "part": part,
+                        "content_hash": r["content_hash"],
+                        "group": group,
+                    }
+                )
+            out.write_table(pa.Table.from_pylist(rows, schema=_SPLIT_SCHEMA))
     return {
         "rule": spec.split_rule.record(),
-        "episodes": len(rows),
-        MAIN: sum(r["part"] == MAIN for r in rows),
-        VAL: sum(r["part"] == VAL for r in rows),
+        "episodes": counts[MAIN] + counts[VAL],
+        MAIN: counts[MAIN],
+        VAL: counts[VAL],
     }
 
 
