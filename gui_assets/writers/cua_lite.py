@@ -15,6 +15,12 @@ screenshot keeps its original bytes; a window of one (Mind2Web's viewport slices
 stored as PNG. How steps become calls, how a row finishes and the rule for a step cua-lite cannot
 express are in `cua_lite_actions`; key names in `cua_lite_keys`.
 
+Cost follows what changed: a directory whose inputs are unchanged since the last export is
+reused from its manifest (`cua_lite_manifest`), not read again; frames are placed by
+`cua_lite_frames` (hard links of whole screenshots, windows encoded on threads). A directory is
+written a row group at a time, with a bounded window of rows waiting for their frames, so memory
+does not grow with the directory.
+
 Splits: cua-lite's only splits are `train` and `validation`, and its reader takes a file under
 any other folder as training data, so only those two folders are written (and stale parquet
 files of an earlier export are removed). By the directory's `build.source.split_role`: a
@@ -34,22 +40,23 @@ chords by the reasons in `cua_lite_keys`. `truncated` counts the rows that end e
 
 from __future__ import annotations
 
-import hashlib
-import io
+import functools
 import json
-from collections import Counter
+from collections import Counter, deque
+from collections.abc import Iterator
+from concurrent.futures import Future
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from PIL import Image
 
-from gui_assets.atomic import atomic_path, atomic_write_bytes
+from gui_assets.atomic import atomic_path, atomic_write_text, sha256_file
 from gui_assets.episode_store import ImageStore, iter_episodes
-from gui_assets.images import decode_rgb, window_pixels
-from gui_assets.ir import GuiEpisode, GuiStep
+from gui_assets.images import ImageError
+from gui_assets.ir import GuiEpisode
 from gui_assets.layout import DatasetInfo, OutLayout, built_directories
 from gui_assets.source_spec import SPLIT_ROLES
 from gui_assets.splits import VAL
@@ -62,6 +69,16 @@ from gui_assets.writers.cua_lite_actions import (
     extra_tool_schemas,
     plan_episode,
 )
+from gui_assets.writers.cua_lite_frames import Frames
+from gui_assets.writers.cua_lite_manifest import (
+    DirectoryExport,
+    ExportRun,
+    code_version,
+    directory_key,
+    manifest_path,
+    reusable,
+    sweep_manifests,
+)
 
 EXPORT_DIR = "cua_lite"
 NAME = "cua-lite/GuiAgent"
@@ -70,6 +87,14 @@ TRAIN, VALIDATION = "train", "validation"
 EVALUATION_SPLIT = "evaluation_split"
 UNKNOWN_PLATFORM = "unknown_platform"
 UNSUPPORTED_PLATFORM = "unsupported_platform"
+# An episode one of whose shown frames is absent from the image store, or will not decode: the
+# IR is damaged; the episode is left out and counted, the export goes on.
+MISSING_IMAGE = "missing_image"
+UNDECODABLE_IMAGE = "undecodable_image"
+
+IMAGES_DIR = f"{NAME}/images"
+ROW_GROUP = 256  # rows written at a time
+WINDOW = 64  # rows waiting for their frames at most
 
 
 def export_split(role: str | None, holdout: bool, evaluation_as_validation: bool = False) -> str | None:
@@ -80,36 +105,6 @@ def export_split(role: str | None, holdout: bool, evaluation_as_validation: bool
     if role == "evaluation":
         return VALIDATION if evaluation_as_validation else None
     return VALIDATION if holdout or role == "validation" else TRAIN
-
-
-class Frames:
-    """Observations into the export's image store: original bytes where the window is the whole image."""
-
-    def __init__(self, source: ImageStore, root: Path) -> None:
-        self.source = source
-        self.root = root
-        self._done: dict[tuple[str, int, int, int, int], str] = {}
-
-    def path(self, step: GuiStep) -> str:
-        o = step.observation
-        key = (o.image_sha256, o.left, o.top, o.width, o.height)
-        if key in self._done:
-            return self._done[key]
-        data = self.source.get(o.image_sha256, o.image_ext)
-        ext = o.image_ext
-        whole = o.left == 0 and o.top == 0 and (o.width, o.height) == Image.open(io.BytesIO(data)).size
-        if not whole:
-            window = window_pixels(decode_rgb(data, o.top + o.height), o.left, o.top, o.width, o.height)
-            buf = io.BytesIO()
-            Image.fromarray(window).save(buf, format="PNG")
-            data, ext = buf.getvalue(), "png"
-        sha = hashlib.sha256(data).hexdigest()
-        rel = f"{NAME}/images/{sha[:2]}/{sha}.{ext}"
-        target = self.root / rel
-        if not target.exists():
-            atomic_write_bytes(target, data)
-        self._done[key] = rel
-        return rel
 
 
 def _assistant(call: Call, call_id: str) -> dict[str, Any]:
@@ -125,8 +120,10 @@ def _assistant(call: Call, call_id: str) -> dict[str, Any]:
     }
 
 
-def _messages(ep: GuiEpisode, plan: RowPlan, frames: Frames) -> tuple[list[str], list[dict[str, Any]]]:
-    images = [frames.path(ep.steps[0])]
+def _messages(
+    ep: GuiEpisode, plan: RowPlan, frames: Frames
+) -> tuple[list[Future[str]], list[dict[str, Any]]]:
+    images = [frames.ref(ep.steps[0])]
     messages: list[dict[str, Any]] = [
         {"role": "user", "content": [{"type": "image", "index": 0}, {"type": "text", "text": ep.instruction}]}
     ]
@@ -136,7 +133,7 @@ def _messages(ep: GuiEpisode, plan: RowPlan, frames: Frames) -> tuple[list[str],
         after = plan.calls[i + 1].steps[0] if i + 1 < len(plan.calls) else plan.done
         if after is None or call.tool in FINISH_TOOLS:
             continue  # the last turn: its result is never shown
-        images.append(frames.path(after))
+        images.append(frames.ref(after))
         messages.append(
             {
                 "role": "tool",
@@ -149,18 +146,27 @@ def _messages(ep: GuiEpisode, plan: RowPlan, frames: Frames) -> tuple[list[str],
     return images, messages
 
 
-def episode_row(
+@functools.cache
+def _schemas(platform: str) -> list[dict[str, Any]]:
+    """The platform's schemas, copied once: rows only serialize them (a copy a row was ~20% of
+    an export's time)."""
+    return extra_tool_schemas(platform)
+
+
+def _draft(
     ep: GuiEpisode, frames: Frames, platform: str, directory: str
-) -> tuple[dict[str, Any], RowPlan]:
-    """(the row, its plan) of one episode; the row is empty when the plan leaves the episode out."""
+) -> tuple[dict[str, Any], list[Future[str]], RowPlan]:
+    """The row without its images, the futures of their paths, and the plan; the row is empty
+    when the plan leaves the episode out. The messages name images by index, so a row is final
+    before its windows are encoded."""
     plan = plan_episode(ep.steps, platform)
     if plan.left_out:
-        return {}, plan
+        return {}, [], plan
     images, messages = _messages(ep, plan, frames)
     metadata = {
         "metadata_kind": "cua",
         "dims": [platform, "use"],
-        "extra_tool_schemas": extra_tool_schemas(platform),
+        "extra_tool_schemas": _schemas(platform),
         "valid_actions": None,
         "others": {
             "id": ep.episode_id,
@@ -174,11 +180,18 @@ def episode_row(
         },
     }
     row = {
-        "images": images,
         "messages": json.dumps(messages, ensure_ascii=False),
         "metadata": json.dumps(metadata, ensure_ascii=False),
     }
-    return row, plan
+    return row, images, plan
+
+
+def episode_row(
+    ep: GuiEpisode, frames: Frames, platform: str, directory: str
+) -> tuple[dict[str, Any], RowPlan]:
+    """(the row, its plan) of one episode; the row is empty when the plan leaves the episode out."""
+    row, images, plan = _draft(ep, frames, platform, directory)
+    return ({"images": [f.result() for f in images], **row} if row else {}), plan
 
 
 @dataclass(slots=True)
@@ -191,8 +204,11 @@ class _Tally:
     truncated: Counter[str] = field(default_factory=Counter)
 
     def leave_out(self, ep: GuiEpisode, reason: str) -> None:
+        self.leave_out_steps(len(ep.steps), reason)
+
+    def leave_out_steps(self, steps: int, reason: str) -> None:
         self.episodes[reason] += 1
-        self.steps[reason] += len(ep.steps)
+        self.steps[reason] += steps
 
     def add(self, plan: RowPlan) -> None:
         self.steps.update(plan.steps_left_out)
@@ -201,6 +217,14 @@ class _Tally:
             self.episodes[plan.left_out] += 1
         elif plan.others.get("truncated"):
             self.truncated[plan.others["truncated_reason"]] += 1
+
+    def merge(self, counts: dict[str, Any]) -> None:
+        """Add another tally's to_dict() (a cached directory's): `update` keeps zero counts, as
+        counting the same plans here would."""
+        self.episodes.update(counts["left_out"]["episodes"])
+        self.steps.update(counts["left_out"]["steps"])
+        self.keys.update(counts["left_out"]["keys"])
+        self.truncated.update(counts["truncated"])
 
     def to_dict(self) -> dict[str, Any]:
         def plain(c: Counter[str]) -> dict[str, int]:
@@ -233,23 +257,38 @@ def _platform_problem(platform: object) -> str:
 
 def _export_directory(
     info: DatasetInfo, layout: OutLayout, frames: Frames, evaluation_as_validation: bool, tally: _Tally
-) -> dict[str, list[dict[str, Any]]]:
-    """The rows of one built directory by split; what is left out goes to `tally`."""
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(split, row) of one built directory in episode order; what is left out goes to `tally`.
+    Up to WINDOW rows wait for their frames at once, while the pool encodes their windows."""
     platform = info.source_record.get("platform")
     role = info.source_record.get("split_role")
     problem = _platform_problem(platform)
     parts = _parts(layout, info.directory)
-    rows: dict[str, list[dict[str, Any]]] = {TRAIN: [], VALIDATION: []}
+    waiting: deque[tuple[str, dict[str, Any], list[Future[str]], RowPlan, int]] = deque()
+
+    def finish() -> Iterator[tuple[str, dict[str, Any]]]:
+        split, row, images, plan, steps = waiting.popleft()
+        try:
+            paths = [f.result() for f in images]
+        except (FileNotFoundError, ImageError) as e:
+            reason = MISSING_IMAGE if isinstance(e, FileNotFoundError) else UNDECODABLE_IMAGE
+            tally.leave_out_steps(steps, reason)
+            return
+        tally.add(plan)
+        if row:
+            yield split, {"images": paths, **row}
+
     for ep in iter_episodes(layout.episodes(info.directory)):
         split = export_split(role, parts.get(ep.episode_id) == VAL, evaluation_as_validation)
         if problem or split is None:
             tally.leave_out(ep, problem or EVALUATION_SPLIT)
             continue
-        row, plan = episode_row(ep, frames, str(platform), info.directory)
-        tally.add(plan)
-        if row:
-            rows[split].append(row)
-    return rows
+        row, images, plan = _draft(ep, frames, str(platform), info.directory)
+        waiting.append((split, row, images, plan, len(ep.steps)))
+        if len(waiting) > WINDOW:
+            yield from finish()
+    while waiting:
+        yield from finish()
 
 
 def _prune(export_root: Path, keep: set[str]) -> list[str]:
@@ -264,42 +303,117 @@ def _prune(export_root: Path, keep: set[str]) -> list[str]:
     return removed
 
 
-def write_export(out: Path, evaluation_as_validation: bool = False) -> dict[str, Any]:
-    """Export every built directory under `out`.
+class _SplitFiles:
+    """A directory's parquet file per split, each opened at its first row and written a row
+    group at a time under a temp name; `stack` publishes them on success, removes them on error."""
 
-    `evaluation_as_validation`: export "evaluation" directories (a benchmark's evaluation tasks,
-    such as WebArena's) as validation instead of leaving them out; never as train.
+    def __init__(self, root: Path, info: DatasetInfo, stack: ExitStack) -> None:
+        self.root = root
+        self.stack = stack
+        self.stem = f"{NAME}/{info.source_record.get('platform')}/use/{{}}/{info.directory}.parquet"
+        self.rows = {TRAIN: 0, VALIDATION: 0}
+        self._pending: dict[str, list[dict[str, Any]]] = {TRAIN: [], VALIDATION: []}
+        self._open: dict[str, tuple[Path, pq.ParquetWriter]] = {}
 
-    Returns root, files (relative path -> rows), directories (platform, split_role, rows by
-    split), left_out (episodes, steps and key chords by reason), truncated (rows ending early by
-    reason) and removed (stale files of an earlier export).
-    """
+    def add(self, split: str, row: dict[str, Any]) -> None:
+        self._pending[split].append(row)
+        self.rows[split] += 1
+        if len(self._pending[split]) >= ROW_GROUP:
+            self._flush(split)
+
+    def _flush(self, split: str) -> None:
+        if split not in self._open:
+            tmp = self.stack.enter_context(atomic_path(self.root / self.stem.format(split)))
+            self._open[split] = (tmp, self.stack.enter_context(pq.ParquetWriter(tmp, SCHEMA)))
+        self._open[split][1].write_table(pa.Table.from_pylist(self._pending[split], schema=SCHEMA))
+        self._pending[split] = []
+
+    def finish(self) -> list[dict[str, Any]]:
+        """Close the files (the stack publishes them); their {path, rows, bytes, sha256}."""
+        files = []
+        for split in (TRAIN, VALIDATION):
+            if self._pending[split]:
+                self._flush(split)
+            if split in self._open:
+                tmp, writer = self._open[split]
+                writer.close()
+                files.append(
+                    {
+                        "path": self.stem.format(split),
+                        "rows": self.rows[split],
+                        "bytes": tmp.stat().st_size,
+                        "sha256": sha256_file(tmp),
+                    }
+                )
+        return files
+
+
+def _compute(
+    info: DatasetInfo, layout: OutLayout, frames: Frames, evaluation_as_validation: bool, key: str, root: Path
+) -> DirectoryExport:
+    """Export one directory from its IR: write its parquet files, return its share."""
+    tally = _Tally()
+    with ExitStack() as stack:
+        out = _SplitFiles(root, info, stack)
+        for split, row in _export_directory(info, layout, frames, evaluation_as_validation, tally):
+            out.add(split, row)
+        files = out.finish()
+    figures = {
+        "platform": info.source_record.get("platform"),
+        "split_role": info.source_record.get("split_role"),
+        "rows": dict(out.rows),
+    }
+    return DirectoryExport(key, figures, tally.to_dict(), files)
+
+
+def run_export(out: Path, evaluation_as_validation: bool = False) -> tuple[dict[str, Any], ExportRun]:
+    """write_export's result, and how it was reached (ExportRun)."""
     layout = OutLayout(out)
     root = out / EXPORT_DIR
-    frames = Frames(ImageStore(layout.image_store), root)
+    code = code_version()
     tally = _Tally()
     files: dict[str, int] = {}
     directories: dict[str, Any] = {}
-    for info in built_directories(out):
-        split_rows = _export_directory(info, layout, frames, evaluation_as_validation, tally)
-        platform = info.source_record.get("platform")
-        directories[info.directory] = {
-            "platform": platform,
-            "split_role": info.source_record.get("split_role"),
-            "rows": {split: len(rows) for split, rows in split_rows.items()},
-        }
-        for split, rows in split_rows.items():
-            if not rows:
-                continue
-            rel = f"{NAME}/{platform}/use/{split}/{info.directory}.parquet"
-            with atomic_path(root / rel) as tmp:
-                pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMA), tmp)
-            files[rel] = len(rows)
+    run = ExportRun()
+    infos = built_directories(out)
+    with Frames(ImageStore(layout.image_store), root, IMAGES_DIR) as frames:
+        for info in infos:
+            key = directory_key(info, layout, evaluation_as_validation, code)
+            manifest = manifest_path(out, info.directory)
+            share, why = reusable(manifest, key, root)
+            if share is None:
+                share = _compute(info, layout, frames, evaluation_as_validation, key, root)
+                if manifest is not None:
+                    atomic_write_text(manifest, json.dumps(share.to_dict(), ensure_ascii=False))
+                run.recomputed[info.directory] = why
+            else:
+                run.reused.append(info.directory)
+            tally.merge(share.tally)
+            directories[info.directory] = share.figures
+            files.update((f["path"], f["rows"]) for f in share.files)
+        run.images = dict(sorted(frames.placed.items()))
+    sweep_manifests(out, {info.directory for info in infos})
     removed = _prune(root, set(files))
-    return {
+    result = {
         "root": str(root),
         "files": files,
         "directories": directories,
         **tally.to_dict(),
         "removed": removed,
     }
+    return result, run
+
+
+def write_export(out: Path, evaluation_as_validation: bool = False) -> dict[str, Any]:
+    """Export every built directory under `out`, recomputing only the directories whose inputs
+    changed since the last export (see the module docstring).
+
+    `evaluation_as_validation`: export "evaluation" directories (a benchmark's evaluation tasks,
+    such as WebArena's) as validation instead of leaving them out; never as train.
+
+    Returns root, files (relative path -> rows), directories (platform, split_role, rows by
+    split), left_out (episodes, steps and key chords by reason), truncated (rows ending early by
+    reason) and removed (stale files of an earlier export): the same whether directories were
+    reused or recomputed.
+    """
+    return run_export(out, evaluation_as_validation)[0]

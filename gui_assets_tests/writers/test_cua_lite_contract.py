@@ -553,7 +553,7 @@ def test_the_contract_checks_catch_what_the_old_export_wrote(every_demo):
 @pytest.fixture
 def frames(tmp_path: Path) -> tuple[ImageStore, Any]:
     store = ImageStore(tmp_path / "images")
-    return store, cua_lite.Frames(store, tmp_path / "export")
+    return store, cua_lite.Frames(store, tmp_path / "export", cua_lite.IMAGES_DIR)
 
 
 def _episode(store: ImageStore, specs: list[tuple[Any, ...]]) -> GuiEpisode:
