@@ -27,7 +27,6 @@ import platform
 import random
 import re
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -37,6 +36,7 @@ import h5py
 import numpy as np
 
 from benchmarks.frames import write_mirror
+from benchmarks.peak_rss import run_measured
 
 REPO = Path(__file__).resolve().parent.parent
 CHAIN = "mind2web,mind2web_episodes,mind2web_splits,mind2web_shards,mind2web_dataset_info"
@@ -48,13 +48,11 @@ _STEP_DONE = re.compile(r'STEP_SUCCESS - Finished execution of step "([^"]+)" in
 
 
 def _run(cmd: list[str], env: dict[str, str], log: Path) -> tuple[float, float, int]:
-    """Wall seconds, peak RSS in MB (the process and every descendant it waited for), status."""
+    """Wall seconds, the command's own peak RSS in MB (see peak_rss), exit status."""
     start = time.perf_counter()
     with log.open("wb") as out:
-        proc = subprocess.Popen(cmd, env=env, cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
-        _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return time.perf_counter() - start, usage.ru_maxrss / 1024, proc.returncode
+        code, peak = run_measured(cmd, REPO, env, out)
+    return time.perf_counter() - start, peak, code
 
 
 def _machine() -> dict[str, Any]:
