@@ -192,6 +192,20 @@ def _top_rows_png(data: bytes, layout: PngLayout, rows: int) -> bytes:
     )
 
 
+def decode_cost(data: bytes, width: int, height: int, rows: int) -> int:
+    """Bytes decode_rgb(data, rows) holds at its peak, known from the header alone. An 8-bit
+    RGB(A) PNG is inflated down to `rows` only, into one RGB(A) buffer. Anything else (a JPEG, a
+    palette or 16-bit PNG) Pillow decodes whole: the source mode's buffer, Pillow's 4-byte RGB
+    and the array copied out of it, about 8 bytes a pixel; a budget must be asked for all of it."""
+    if data.startswith(b"\x89PNG\r\n\x1a\n") and _spng_decode is not None:
+        try:
+            if png_layout(data).simple:
+                return 4 * width * min(rows, height)
+        except ImageError:
+            pass
+    return 8 * width * height
+
+
 def decode_rgb(data: bytes, rows: int | None = None) -> np.ndarray:
     """Decode to an (H, W, 3) uint8 array, or only its top `rows` rows when fewer are needed (a
     tall page viewed near its top). Raises ImageError on bytes that will not decode."""

@@ -30,7 +30,7 @@ from gui_assets.config import BuildConfig, frame_deflater
 from gui_assets.cursor import EYE_SIZE
 from gui_assets.episode_store import STEPS_FILE, ImageStore, iter_episodes, read_episode_table
 from gui_assets.errors import EmptyPartitionError
-from gui_assets.images import ImageError, decode_rgb, image_size, window_pixels
+from gui_assets.images import ImageError, decode_cost, decode_rgb, image_size, window_pixels
 from gui_assets.layout import OutLayout, ShardEntry, shard_name, shard_pattern
 from gui_assets.shard_records import PlannedUnit, PublishError, ShardManifest, ShardPlan, UnitResult
 from gui_assets.splits import MAIN, VAL
@@ -75,9 +75,9 @@ def estimate_bytes_per_step(layout: OutLayout, directory: str, config: BuildConf
         r = rows[i]
         try:
             data = store.get(r["image_sha256"], r["image_ext"])
-            width, _ = image_size(data)
+            width, height = image_size(data)
             bottom = r["obs_top"] + r["obs_height"]
-            if 4 * width * bottom > config.decode_budget_bytes:
+            if decode_cost(data, width, height, bottom) > config.decode_budget_bytes:
                 continue  # the writer leaves such a page out; it says nothing of the others
             page = decode_rgb(data, bottom)
             frame = window_pixels(page, r["obs_left"], r["obs_top"], r["obs_width"], r["obs_height"])

@@ -25,7 +25,7 @@ from gui_assets.config import BuildConfig, frame_deflater, usable_cpus
 from gui_assets.cursor import EYE_SIZE, SCREEN_CENTRE, eye_rect, eye_window, next_cursor
 from gui_assets.drops import DropReason
 from gui_assets.episode_store import ImageStore
-from gui_assets.images import ImageError, decode_rgb, image_size, window_pixels
+from gui_assets.images import ImageError, decode_cost, decode_rgb, image_size, window_pixels
 from gui_assets.ir import GuiEpisode
 from gui_assets.writers.preview_frames import StepPictures, pictures
 
@@ -178,10 +178,10 @@ class FrameEncoder:
             return ImageError(DropReason.UNDECODABLE_IMAGE, f"image missing from the store: {e}"), 0
         rows = min(height, max(s.top + s.height for s in run.steps))
         out_bytes = sum(3 * (s.out_h * s.out_w + EYE_SIZE * EYE_SIZE) for s in run.steps)
-        need = 4 * width * rows + out_bytes  # RGBA while decoding, then the steps' chunks
+        need = decode_cost(data, width, height, rows) + out_bytes  # the decode, then the chunks
         if not self.budget.acquire(ticket, need):
             return ImageError(
-                DropReason.IMAGE_TOO_LARGE, f"{width}x{rows} px to decode is over the budget"
+                DropReason.IMAGE_TOO_LARGE, f"{width}x{height} px page: {need} B to decode is over the budget"
             ), 0
         held = 0
         try:

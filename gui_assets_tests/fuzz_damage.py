@@ -1,0 +1,377 @@
+"""The fuzz suite's damage vocabulary: one thing broken in one raw file of a demo mirror.
+
+Used by `test_fuzz.run_case` (the CI suite and `fuzz_explore`), by the Pango events fuzz and by
+`test_memory_bounds` (the forged-size screenshots). Every function is deterministic given its
+`random.Random`, so a case replays from its seed.
+
+- records: a JSON value anywhere in a record deleted, nulled, retyped, NaN or infinite, out of
+  range, empty, huge, with a lone surrogate or a NUL, or the line made non-UTF-8;
+- images: truncated, a flipped byte, empty, text, JPEG garbage, or a forged size: a zero-size
+  or huge PNG header, a 30000x30000 PNG header over too little data, a JPEG header claiming
+  12000x60000 over a few KB, a real (valid, all-blank) 12000x20000 palette PNG of ~200 KB;
+- archives: a member renamed to an absolute or `..` path, turned into a symlink, or a
+  thousandfold-compressible bomb;
+- files: truncated at a random byte.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import json
+import math
+import random
+import struct
+import zipfile
+import zlib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from PIL import Image
+
+# --- damage to JSON values ---------------------------------------------------------------
+
+VALUE_DAMAGE = (
+    "delete",
+    "null",
+    "int",
+    "float",
+    "str",
+    "list",
+    "dict",
+    "bool",
+    "nan",
+    "inf",
+    "-inf",
+    "huge",
+    "negative",
+    "empty",
+    "long",
+    "surrogate",
+    "nul",
+)
+
+
+def _paths(obj: Any, prefix: tuple = (), out: list | None = None, limit: int = 4000) -> list[tuple]:
+    out = [] if out is None else out
+    if len(out) >= limit:
+        return out
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            out.append((*prefix, k))
+            _paths(v, (*prefix, k), out, limit)
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            out.append((*prefix, i))
+            _paths(v, (*prefix, i), out, limit)
+    return out
+
+
+def _damaged_value(kind: str, old: Any, rng: random.Random) -> Any:
+    return {
+        "null": None,
+        "int": rng.choice([0, -1, 7, 2**63]),
+        "float": rng.choice([0.5, -3.25, 1e300]),
+        "str": rng.choice(["", "x", "12", "[1, 2]", "{}", "CLICK"]),
+        "list": [old, old] if rng.random() < 0.5 else [],
+        "dict": {"value": old},
+        "bool": rng.random() < 0.5,
+        "nan": math.nan,
+        "inf": math.inf,
+        "-inf": -math.inf,
+        "huge": 10**30,
+        "negative": -abs(old) - 1 if isinstance(old, int | float) and not isinstance(old, bool) else -1,
+        "empty": type(old)() if isinstance(old, str | list | dict) else "",
+        "long": "w" * 100_000,
+        "surrogate": "abc\ud800def",
+        "nul": "a\x00b",
+    }[kind]
+
+
+def damage_tree(doc: Any, kind: str, rng: random.Random) -> tuple[Any, str]:
+    """Apply one damage at a random path of a JSON document; returns (doc, what was done)."""
+    paths = _paths(doc)
+    if not paths:
+        return _damaged_value(kind if kind != "delete" else "null", doc, rng), f"{kind} at root"
+    path = rng.choice(paths)
+    parent = doc
+    for k in path[:-1]:
+        parent = parent[k]
+    key = path[-1]
+    if kind == "delete" and isinstance(parent, dict):
+        del parent[key]
+    elif kind in ("delete", "empty") and isinstance(parent, list):
+        # Fewer list items is different data, not damage: damage the item instead.
+        parent[key] = None
+    else:
+        parent[key] = _damaged_value(kind, parent[key], rng)
+    return doc, f"{kind} at {'/'.join(map(str, path))[:80]}"
+
+
+def _dumps(doc: Any) -> str:
+    return json.dumps(doc)  # NaN/Infinity as JS tokens, lone surrogates as \\ud800 escapes
+
+
+def _non_utf8(text: str, rng: random.Random) -> bytes:
+    raw = text.encode("utf-8", "surrogatepass")
+    quotes = [i for i, b in enumerate(raw) if b == 0x22] or [0]
+    at = rng.choice(quotes) + 1
+    return raw[:at] + b"\xc3\x28\xff" + raw[at:]
+
+
+# --- damage to images --------------------------------------------------------------------
+
+IMAGE_DAMAGE = (
+    "truncate",
+    "flip",
+    "empty",
+    "zero_png",
+    "huge_png",
+    "big_png",
+    "big_jpeg",
+    "tall_png",
+    "jpeg_garbage",
+    "text",
+)
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def png_chunk(kind: bytes, body: bytes) -> bytes:
+    return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+
+def _png_header(width: int, height: int, colour: int = 2) -> bytes:
+    """A PNG signature and IHDR (8-bit, non-interlaced) claiming width x height."""
+    return PNG_SIGNATURE + png_chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, colour, 0, 0, 0))
+
+
+def forged_png(width: int, height: int, payload: bytes = b"") -> bytes:
+    """A well-formed PNG (every CRC right) claiming width x height over `payload` as its only
+    IDAT: far too little data for the size, which only the data-size check can tell."""
+    idat = png_chunk(b"IDAT", zlib.compress(payload)) if payload else b""
+    return _png_header(width, height) + idat + png_chunk(b"IEND", b"")
+
+
+@functools.cache
+def _small_jpeg() -> bytes:
+    pixels = (np.arange(16 * 16 * 3, dtype=np.uint32) * 37 % 251).astype(np.uint8).reshape(16, 16, 3)
+    out = io.BytesIO()
+    Image.fromarray(pixels).save(out, "JPEG", quality=90)
+    return out.getvalue()
+
+
+def forged_jpeg(width: int, height: int) -> bytes:
+    """A real 16x16 baseline JPEG whose frame header (SOF0) claims width x height: a few KB that
+    every decoder accepts (the missing scan lines come out grey)."""
+    data = bytearray(_small_jpeg())
+    pos = 2
+    while pos + 4 <= len(data) and data[pos] == 0xFF:
+        marker, length = data[pos + 1], struct.unpack(">H", data[pos + 2 : pos + 4])[0]
+        if marker == 0xC0:
+            data[pos + 5 : pos + 9] = struct.pack(">HH", height, width)
+            return bytes(data)
+        pos += 2 + length
+    raise AssertionError("the encoder wrote no SOF0 marker")
+
+
+@functools.cache
+def blank_png(width: int, height: int) -> bytes:
+    """A real, valid 8-bit palette PNG of width x height, every pixel palette entry 0: it
+    deflates about 1000:1, so a page-sized image is a few hundred KB that passes every header
+    and data-size check. (A palette PNG is not the RGB/RGBA fast path of the decoder.)"""
+    deflate = zlib.compressobj(9)
+    row = bytes(1 + width)  # the filter byte and one index per pixel
+    idat = b"".join(deflate.compress(row) for _ in range(height)) + deflate.flush()
+    return (
+        _png_header(width, height, colour=3)
+        + png_chunk(b"PLTE", b"\xff\xff\xff" * 2)
+        + png_chunk(b"IDAT", idat)
+        + png_chunk(b"IEND", b"")
+    )
+
+
+def damage_image(data: bytes, kind: str, rng: random.Random) -> bytes:
+    if kind == "truncate":
+        return data[: rng.randrange(1, max(2, len(data)))]
+    if kind == "flip":
+        b = bytearray(data)
+        if b:
+            i = rng.randrange(len(b) // 4, len(b)) if len(b) > 4 else 0
+            b[i] ^= 0xFF
+        return bytes(b)
+    if kind == "empty":
+        return b""
+    if kind == "zero_png":
+        return _png_header(0, 1080) + data[33:]
+    if kind == "huge_png":  # over the pixel limit: refused from the header alone
+        return _png_header(200_000, 200_000) + data[33:]
+    if kind == "big_png":  # within the limit, but the pixel data is far too short
+        return _png_header(30_000, 30_000) + data[33:]
+    if kind == "big_jpeg":  # a size only Mind2Web's full pages reach, over a few KB of data
+        return forged_jpeg(12_000, 60_000)
+    if kind == "tall_png":  # a real image of a size only Mind2Web's full pages reach
+        return blank_png(12_000, 20_000)
+    if kind == "jpeg_garbage":
+        return b"\xff\xd8\xff\xe0" + bytes(rng.randrange(256) for _ in range(256))
+    return b"this is not an image"
+
+
+def _is_image(data: bytes) -> bool:
+    return data.startswith((b"\x89PNG", b"\xff\xd8\xff", b"RIFF"))
+
+
+# --- damage to files ---------------------------------------------------------------------
+
+
+def damage_parquet(path: Path, rng: random.Random, value_kind: str, image_kind: str) -> str:
+    table = pq.read_table(path)
+    rows = table.to_pylist()
+    if not rows:
+        return "empty table left alone"
+    i = rng.randrange(len(rows))
+    col = rng.choice(table.column_names)
+    cell = rows[i][col]
+    what = f"row {i} column {col}: "
+    if isinstance(cell, dict) and isinstance(cell.get("bytes"), bytes) and cell["bytes"]:
+        cell = {**cell, "bytes": damage_image(cell["bytes"], image_kind, rng)}
+        what += f"image {image_kind}"
+    elif isinstance(cell, bytes) and _is_image(cell):
+        cell = damage_image(cell, image_kind, rng)
+        what += f"image {image_kind}"
+    elif isinstance(cell, str) and cell[:1] in "[{":
+        try:
+            doc, how = damage_tree(json.loads(cell), value_kind, rng)
+            cell = _dumps(doc)
+            what += f"json {how}"
+        except ValueError:
+            cell, what = "", what + "blanked"
+    elif isinstance(cell, list) and cell and isinstance(cell[0], str) and cell[0][:1] == "{":
+        j = rng.randrange(len(cell))
+        doc, how = damage_tree(json.loads(cell[j]), value_kind, rng)
+        cell = [*cell[:j], _dumps(doc), *cell[j + 1 :]]
+        what += f"list item json {how}"
+    else:
+        cell = None
+        what += "nulled"
+    rows[i][col] = cell
+    try:
+        pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), path)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, UnicodeEncodeError):
+        rows[i][col] = None
+        pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), path)
+        what += " (unencodable: nulled)"
+    return what
+
+
+def damage_json_lines(path: Path, rng: random.Random, value_kind: str) -> str:
+    lines = path.read_bytes().split(b"\n")
+    idx = [i for i, ln in enumerate(lines) if ln.strip()]
+    if not idx:
+        return "no lines"
+    i = rng.choice(idx)
+    try:
+        doc = json.loads(lines[i])
+    except ValueError:  # a line the demo already breaks: cut it further
+        lines[i] = lines[i][: len(lines[i]) // 2]
+        path.write_bytes(b"\n".join(lines))
+        return f"line {i}: broken line cut"
+    if rng.random() < 0.15:
+        lines[i] = _non_utf8(lines[i].decode("utf-8"), rng)
+        how = "non-UTF-8 line"
+    else:
+        doc, how = damage_tree(doc, value_kind, rng)
+        lines[i] = _dumps(doc).encode("utf-8", "surrogatepass")
+    path.write_bytes(b"\n".join(lines))
+    return f"line {i}: {how}"
+
+
+def damage_json_bytes(raw: bytes, rng: random.Random, value_kind: str) -> tuple[bytes, str]:
+    doc = json.loads(raw)  # ValueError for a document that is not JSON: callers cut it instead
+    if rng.random() < 0.1:
+        return _non_utf8(raw.decode("utf-8"), rng), "non-UTF-8"
+    doc, how = damage_tree(doc, value_kind, rng)
+    return _dumps(doc).encode("utf-8", "surrogatepass"), how
+
+
+ARCHIVE_DAMAGE = ("member", "member", "member", "absolute", "dotdot", "symlink", "bomb")
+
+
+def damage_zip(path: Path, rng: random.Random, value_kind: str, image_kind: str) -> str:
+    try:
+        with zipfile.ZipFile(path) as z:
+            infos = [i for i in z.infolist() if not i.is_dir()]
+            members = [(i, z.read(i)) for i in infos]
+    except (zipfile.BadZipFile, OSError, zlib.error):  # already broken (a demo edge case): break more
+        path.write_bytes(damage_image(path.read_bytes(), "flip", rng))
+        return "broken archive: a byte flipped"
+    if not members:
+        return "empty archive left alone"
+    j = rng.randrange(len(members))
+    info, data = members[j]
+    kind = rng.choice(ARCHIVE_DAMAGE)
+    new = zipfile.ZipInfo(info.filename, info.date_time)
+    new.compress_type = info.compress_type
+    new.external_attr = info.external_attr
+    what = f"{info.filename}: "
+    if kind == "member":
+        if _is_image(data):
+            data, what = damage_image(data, image_kind, rng), what + f"image {image_kind}"
+        elif info.filename.endswith((".trace", ".network", ".jsonl")):
+            lines = data.split(b"\n")
+            k = rng.randrange(len(lines))
+            try:
+                doc, how = damage_tree(json.loads(lines[k]), value_kind, rng)
+                lines[k] = _dumps(doc).encode("utf-8", "surrogatepass")
+            except ValueError:
+                lines[k], how = b"{not json", "line broken"
+            data, what = b"\n".join(lines), what + f"line {k} {how}"
+        else:
+            try:
+                data, how = damage_json_bytes(data, rng, value_kind)
+                what += how
+            except ValueError:
+                data, what = data[: len(data) // 2], what + "cut in half"
+    elif kind in ("absolute", "dotdot"):
+        name = info.filename.rsplit("/", 1)[-1]
+        new.filename = f"/tmp/{name}" if kind == "absolute" else f"../../{name}"
+        what += f"renamed {new.filename}"
+    elif kind == "symlink":
+        new.create_system = 3
+        new.external_attr = 0o120777 << 16
+        data, what = b"/etc/passwd", what + "made a symlink to /etc/passwd"
+    else:  # a bomb under the member's name: 4 MB of zeros in a few KB
+        new.compress_type = zipfile.ZIP_DEFLATED
+        data, what = b"\0" * (4 << 20), what + "replaced by a 1000:1 bomb"
+    members[j] = (new, data)
+    with zipfile.ZipFile(path, "w") as z:
+        for i, d in members:
+            z.writestr(i, d)
+    return what
+
+
+def damage_file(path: Path, rng: random.Random, value_kind: str, image_kind: str) -> str:
+    if rng.random() < 0.12:  # the whole file: truncated at a random byte
+        raw = path.read_bytes()
+        path.write_bytes(raw[: rng.randrange(0, max(1, len(raw)))])
+        return "file truncated"
+    suffix = path.suffix.lower()
+    if suffix == ".parquet":
+        return damage_parquet(path, rng, value_kind, image_kind)
+    if suffix == ".zip":
+        return damage_zip(path, rng, value_kind, image_kind)
+    if suffix == ".jsonl":
+        return damage_json_lines(path, rng, value_kind)
+    if suffix == ".json":
+        try:
+            raw, how = damage_json_bytes(path.read_bytes(), rng, value_kind)
+        except ValueError:
+            raw, how = path.read_bytes()[:-7], "broken JSON cut"
+        path.write_bytes(raw)
+        return how
+    if suffix in (".png", ".jpg", ".jpeg"):
+        path.write_bytes(damage_image(path.read_bytes(), image_kind, rng))
+        return f"image {image_kind}"
+    return "left alone"
