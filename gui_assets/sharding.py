@@ -20,7 +20,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -51,6 +53,7 @@ UNIT_FILE = "unit.json"
 # Units are planned to this share of the cap, so an estimate a little low still fits one shard.
 FILL = 0.9
 SAMPLE_STEPS = 8
+_BATCH = 8192  # step rows read at a time
 
 
 def _plan_path(layout: OutLayout, directory: str) -> Path:
@@ -64,15 +67,15 @@ def unit_dir(layout: OutLayout, directory: str, unit: str) -> Path:
 def estimate_bytes_per_step(layout: OutLayout, directory: str, config: BuildConfig) -> float:
     """Deflated bytes of a step (frame + eye crop), measured on a few frames spread over the IR."""
     cols = ["image_sha256", "image_ext", "obs_left", "obs_top", "obs_width", "obs_height"]
-    rows = pq.read_table(layout.episodes(directory) / STEPS_FILE, columns=cols).to_pylist()
-    if not rows:
+    steps = pq.ParquetFile(layout.episodes(directory) / STEPS_FILE)
+    total = steps.metadata.num_rows
+    if not total:
         return 1.0
-    picks = sorted({round(i * (len(rows) - 1) / max(1, SAMPLE_STEPS - 1)) for i in range(SAMPLE_STEPS)})
+    picks = sorted({round(i * (total - 1) / max(1, SAMPLE_STEPS - 1)) for i in range(SAMPLE_STEPS)})
     store = ImageStore(layout.image_store)
     deflate = frame_deflater(config)
     sizes = []
-    for i in picks:
-        r = rows[i]
+    for r in _rows_at(steps, picks, cols):
         try:
             data = store.get(r["image_sha256"], r["image_ext"])
             width, height = image_size(data)
@@ -92,10 +95,36 @@ def estimate_bytes_per_step(layout: OutLayout, directory: str, config: BuildConf
 def _frame_sizes(layout: OutLayout, directory: str, config: BuildConfig) -> dict[str, tuple[int, int]]:
     """Each episode's frame size, as the writer will make it (writers.frames.frame_size)."""
     cols = ["episode_id", "obs_width", "obs_height"]
-    sizes: dict[str, list[tuple[int, int]]] = {}
-    for r in pq.read_table(layout.episodes(directory) / STEPS_FILE, columns=cols).to_pylist():
-        sizes.setdefault(r["episode_id"], []).append((r["obs_height"], r["obs_width"]))
-    return {e: frame_size(hw, config.agentview_hw) for e, hw in sizes.items()}
+    sizes: dict[str, tuple[int, int]] = {}
+    current: str | None = None
+    steps: list[tuple[int, int]] = []
+    # The IR stores an episode's steps together: one episode's sizes are held at a time.
+    path = layout.episodes(directory) / STEPS_FILE
+    for batch in pq.ParquetFile(path).iter_batches(batch_size=_BATCH, columns=cols):
+        d = batch.to_pydict()
+        for episode, width, height in zip(d["episode_id"], d["obs_width"], d["obs_height"], strict=True):
+            if episode != current:
+                if current is not None:
+                    sizes[current] = frame_size(steps, config.agentview_hw)
+                current, steps = episode, []
+            steps.append((height, width))
+    if current is not None:
+        sizes[current] = frame_size(steps, config.agentview_hw)
+    return sizes
+
+
+def _rows_at(steps: pq.ParquetFile, picks: list[int], cols: list[str]) -> Iterator[dict[str, Any]]:
+    """The step rows at the sorted indices `picks`, reading a batch at a time."""
+    wanted = iter(picks)
+    at = next(wanted, None)
+    offset = 0
+    for batch in steps.iter_batches(batch_size=_BATCH, columns=cols):
+        while at is not None and at < offset + batch.num_rows:
+            yield batch.slice(at - offset, 1).to_pylist()[0]
+            at = next(wanted, None)
+        if at is None:
+            return
+        offset += batch.num_rows
 
 
 def plan_shards(layout: OutLayout, directory: str, config: BuildConfig, parts: dict[str, str]) -> ShardPlan:

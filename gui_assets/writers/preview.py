@@ -33,6 +33,7 @@ from gui_assets.atomic import atomic_path
 from gui_assets.config import usable_cpus
 from gui_assets.ir import ACTION_TYPE_NAMES
 from gui_assets.layout import PREVIEW_DIR, DatasetInfo, OutLayout, built_directories
+from gui_assets.memory import unmapped_when_freed
 from gui_assets.shard_reader import inflate, read_chunk
 from gui_assets.writers.preview_frames import (
     DEFAULT_COUNT,
@@ -132,43 +133,51 @@ def _draw(f: h5py.File, missing: list[tuple[str, int]], threads: int) -> dict[tu
 def _directory_rows(
     out: Path, info: DatasetInfo, picks: list[Pick], threads: int, counts: dict[str, int]
 ) -> Iterator[dict[str, Any]]:
-    """The rows of one directory's picks, shard by shard, pictures from the cache where it has them."""
+    """The rows of one directory's picks, shard by shard: pictures the cache lacks are drawn
+    into it first, then every row streams from the cache (demo, then step: the picks' order)."""
     shards = _shard_list(info)
     cache = PictureCache(frames_dir(OutLayout(out).work(info.directory)))
     for i, group in itertools.groupby(picks, key=lambda p: p[0]):
         entry = shards[i]
         wanted = [(d, t) for _, d, t in group]
-        have = cache.read(entry.sha256, set(wanted))
+        present = cache.keys(entry.sha256)
         with h5py.File(out / info.directory / entry.file, "r") as f:
-            missing = [k for k in wanted if k not in have]
+            missing = [k for k in wanted if k not in present]
             if missing:
-                drawn = _draw(f, missing, threads)
-                cache.add(entry.sha256, drawn)
-                have.update(drawn)
+                cache.add(entry.sha256, _draw(f, missing, threads))
             counts["cached"] += len(wanted) - len(missing)
             counts["drawn"] += len(missing)
-            for name, steps in itertools.groupby(wanted, key=lambda k: k[0]):
-                d = f["data"][name]
-                small = {k: d[k][:] for k in ("action_type", "action_params", "action_mask")}
-                texts = {k: d[k] for k in ("action_text", "action_desc")}
-                for _, t in steps:
-                    frame, eye = have[(name, t)]
-                    yield {
-                        "frame": {"bytes": frame, "path": None},
-                        "eye_in_hand": {"bytes": eye, "path": None},
-                        "directory": info.directory,
-                        "episode_id": _text(d.attrs["episode_id"]),
-                        "step": t,
-                        "num_steps": int(d.attrs["num_samples"]),
-                        "instruction": _text(d.attrs["language_instruction"]),
-                        "action_type": ACTION_TYPE_NAMES[int(small["action_type"][t])],
-                        "action_params": [float(v) for v in small["action_params"][t]],
-                        "action_mask": [float(v) for v in small["action_mask"][t]],
-                        "action_text": _text(texts["action_text"][t]),
-                        "action_desc": _text(texts["action_desc"][t]),
-                    }
+            streamed = 0
+            demo: tuple[str, Any, dict[str, Any], dict[str, Any]] | None = None
+            for (name, t), (frame, eye) in cache.stream(entry.sha256, set(wanted)):
+                if demo is None or demo[0] != name:
+                    d = f["data"][name]
+                    small = {k: d[k][:] for k in ("action_type", "action_params", "action_mask")}
+                    demo = (name, d, small, {k: d[k] for k in ("action_text", "action_desc")})
+                _, d, small, texts = demo
+                streamed += 1
+                yield {
+                    "frame": {"bytes": frame, "path": None},
+                    "eye_in_hand": {"bytes": eye, "path": None},
+                    "directory": info.directory,
+                    "episode_id": _text(d.attrs["episode_id"]),
+                    "step": t,
+                    "num_steps": int(d.attrs["num_samples"]),
+                    "instruction": _text(d.attrs["language_instruction"]),
+                    "action_type": ACTION_TYPE_NAMES[int(small["action_type"][t])],
+                    "action_params": [float(v) for v in small["action_params"][t]],
+                    "action_mask": [float(v) for v in small["action_mask"][t]],
+                    "action_text": _text(texts["action_text"][t]),
+                    "action_desc": _text(texts["action_desc"][t]),
+                }
+            if streamed != len(wanted):
+                raise RuntimeError(
+                    f"{cache.path(entry.sha256)}: {streamed} of {len(wanted)} preview pictures; "
+                    "the picture cache changed under this run"
+                )
 
 
+@unmapped_when_freed()
 def write_preview(
     out: Path, count: int = DEFAULT_COUNT, seed: int = DEFAULT_SEED, threads: int | None = None
 ) -> dict[str, Any]:

@@ -21,7 +21,7 @@ import hashlib
 import heapq
 import io
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -95,6 +95,9 @@ def frames_dir(work: Path) -> Path:
     return work / FRAMES_DIR
 
 
+PictureKey = tuple[str, int]  # (demo, step)
+
+
 class PictureFile:
     """A shard's pictures written as the shard is: opened at the first row, one row group per demo."""
 
@@ -124,6 +127,9 @@ class PictureFile:
         return True
 
 
+_READ_ROWS = 32  # cached pictures read (and written as a row group) at a time
+
+
 class PictureCache:
     """The pictures of one directory's shards, by shard sha256, demo and step."""
 
@@ -133,23 +139,27 @@ class PictureCache:
     def path(self, sha256: str) -> Path:
         return self.folder / f"{sha256}.parquet"
 
-    def read(self, sha256: str, wanted: set[tuple[str, int]]) -> dict[tuple[str, int], StepPictures]:
-        """The wanted (demo, step) pictures the cache holds for this shard (an unreadable file: none)."""
+    def keys(self, sha256: str) -> set[tuple[str, int]]:
+        """The (demo, step) keys the cache holds for this shard (an unreadable file: none)."""
         path = self.path(sha256)
-        if not wanted or not path.is_file():
-            return {}
+        if not path.is_file():
+            return set()
         try:
-            keys = pq.read_table(path, columns=["demo", "step"]).to_pydict()
-            rows = [i for i, k in enumerate(zip(keys["demo"], keys["step"], strict=True)) if k in wanted]
-            if not rows:
-                return {}
-            full = pq.read_table(path).take(rows)
+            table = pq.read_table(path, columns=["demo", "step"])
         except (OSError, pa.ArrowException):
-            return {}
-        return {
-            (d, t): (f, e)
-            for d, t, f, e in zip(*(full.column(c).to_pylist() for c in CACHE_SCHEMA.names), strict=True)
-        }
+            return set()
+        return set(zip(table.column("demo").to_pylist(), table.column("step").to_pylist(), strict=True))
+
+    def stream(self, sha256: str, wanted: set[tuple[str, int]]) -> Iterator[tuple[PictureKey, StepPictures]]:
+        """The wanted pictures in the file's order (demo, then step), a few rows at a time: the
+        file holds every candidate's pictures, and a whole read with its copies cost ~200 MB of
+        RSS for ~30 MB of pictures. Raises OSError / ArrowException on a damaged file."""
+        cached = pq.ParquetFile(self.path(sha256), pre_buffer=False, buffer_size=1 << 20)
+        for batch in cached.iter_batches(batch_size=_READ_ROWS):
+            keys = zip(batch.column("demo").to_pylist(), batch.column("step").to_pylist(), strict=True)
+            for i, key in enumerate(keys):
+                if key in wanted:
+                    yield key, (batch.column("frame")[i].as_py(), batch.column("eye")[i].as_py())
 
     def add(self, sha256: str, rows: dict[tuple[str, int], StepPictures]) -> None:
         """Merge pictures into the shard's cache file (rewritten atomically)."""
@@ -176,7 +186,7 @@ class PictureCache:
             schema=CACHE_SCHEMA,
         )
         with atomic_path(path) as tmp:
-            pq.write_table(table, tmp)
+            pq.write_table(table, tmp, row_group_size=_READ_ROWS)
 
     def put_file(self, sha256: str, written: Path) -> None:
         """Adopt a picture file the writer made for the shard with this sha256."""
