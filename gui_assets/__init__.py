@@ -3,11 +3,12 @@
 `dagster ... -m gui_assets` finds the Definitions object re-exported here.
 """
 
-from gui_assets.memory import use_system_arrow_pool
+from gui_assets.memory import one_malloc_arena, use_system_arrow_pool
 
 # Before anything loads pyarrow: every stage of a build runs in one process, and what one stage
 # frees must not stay resident (see gui_assets.memory).
 use_system_arrow_pool()
+one_malloc_arena()
 
 from gui_assets.definitions import defs  # noqa: E402
 

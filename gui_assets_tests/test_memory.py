@@ -9,14 +9,17 @@ import sys
 from gui_assets.memory import unmapped_when_freed
 
 
-def test_loading_the_package_switches_arrow_to_the_system_allocator_and_leaves_the_environment_alone():
+def test_loading_the_package_sets_the_allocators_and_leaves_the_environment_alone():
     probe = (
         "import json, os, gui_assets, pyarrow as pa;"
+        "from gui_assets.memory import one_malloc_arena;"
         "pool = pa.default_memory_pool().backend_name;"
-        "print(json.dumps([pool, 'ARROW_DEFAULT_MEMORY_POOL' in os.environ]))"
+        "print(json.dumps([pool, 'ARROW_DEFAULT_MEMORY_POOL' in os.environ, one_malloc_arena()]))"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
-    assert json.loads(out) == ["system", False]  # child processes keep their own defaults
+    pool, leaked, arena = json.loads(out)
+    assert (pool, leaked) == ("system", False)  # child processes keep their own defaults
+    assert arena is (sys.platform == "linux")  # glibc took the one-arena setting
 
 
 def test_inside_the_policy_freed_medium_buffers_leave_the_process():
