@@ -5,8 +5,15 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from typing import Any
 
 from gui_assets.memory import unmapped_when_freed
+
+
+def _fresh_process(code: str) -> Any:
+    """What `code` prints as JSON, run in a new interpreter (allocator settings are per process)."""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    return json.loads(out)
 
 
 def test_loading_the_package_sets_the_allocators_and_leaves_the_environment_alone():
@@ -16,8 +23,7 @@ def test_loading_the_package_sets_the_allocators_and_leaves_the_environment_alon
         "pool = pa.default_memory_pool().backend_name;"
         "print(json.dumps([pool, 'ARROW_DEFAULT_MEMORY_POOL' in os.environ, one_malloc_arena()]))"
     )
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
-    pool, leaked, arena = json.loads(out)
+    pool, leaked, arena = _fresh_process(probe)
     assert (pool, leaked) == ("system", False)  # child processes keep their own defaults
     assert arena is (sys.platform == "linux")  # glibc took the one-arena setting
 
@@ -41,8 +47,7 @@ def test_inside_the_policy_freed_medium_buffers_leave_the_process():
         "    inside, _ = hold_and_free()\n"
         "print(json.dumps([applies, outside, inside]))\n"
     )
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
-    applies, outside, inside = json.loads(out)
+    applies, outside, inside = _fresh_process(probe)
     if not applies:
         return  # not glibc: nothing to compare
     assert inside >= 60 and outside < inside, (outside, inside)  # MB given back when freed
