@@ -248,31 +248,23 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         rows.append((f"hand-written script @{steps}", script))
         for executor in executors:
             common = {"executor": executor, "samples": args.samples}
+            # (run key, selection, row label): the chain only at the first size, when asked
+            selections = [("users", USERS, "'mind2web*'")]
             if steps == args.steps and not args.no_chain:
+                selections.insert(0, ("chain", CHAIN, "chain"))
+            for kind, select, label in selections:
                 r = _cli(
                     work,
                     mirrors[steps],
                     steps,
                     env,
                     script,
-                    select=CHAIN,
-                    tag=f"chain-{executor}-{steps}",
+                    select=select,
+                    tag=f"{kind}-{executor}-{steps}",
                     **common,
                 )
-                runs[f"chain-{executor}@{steps}"] = r
-                rows.append((f"chain ({executor}) @{steps}", r))
-            r = _cli(
-                work,
-                mirrors[steps],
-                steps,
-                env,
-                script,
-                select=USERS,
-                tag=f"users-{executor}-{steps}",
-                **common,
-            )
-            runs[f"users-{executor}@{steps}"] = r
-            rows.append((f"'mind2web*' ({executor}) @{steps}", r))
+                runs[f"{kind}-{executor}@{steps}"] = r
+                rows.append((f"{label} ({executor}) @{steps}", r))
     if len(sizes) == 2:
         small, large = sizes
         marginal = {"script": _marginal(runs[f"script@{small}"], runs[f"script@{large}"])}
