@@ -56,3 +56,69 @@ def test_the_decode_cost_is_the_rows_an_rgb_png_inflates_and_the_whole_of_anythi
     assert decode_cost(forged_jpeg(6000, 30000), 6000, 30000, 1080) == 8 * 6000 * 30000
     page = decode_rgb(blank_png(400, 300), 10)
     assert page.shape == (10, 400, 3)
+
+
+def _pillow_accepts(data: bytes) -> bool:
+    """The check `inspect` replaced for PNGs: Pillow's open and verify (every chunk's CRC)."""
+    import io
+
+    from PIL import Image
+
+    try:
+        with Image.open(io.BytesIO(data)) as im:
+            im.verify()
+    except Exception:
+        return False
+    return True
+
+
+def _damaged(data: bytes, rng) -> bytes:
+    """One byte changed, bytes cut off the end, or bytes pushed in: what bit rot and short reads do."""
+    cut = int(rng.integers(8, len(data)))
+    kind = int(rng.integers(3))
+    if kind == 0:
+        return data[:cut] + bytes([data[cut] ^ int(rng.integers(1, 256))]) + data[cut + 1 :]
+    if kind == 1:
+        return data[:cut]
+    return data[:cut] + bytes(rng.integers(0, 256, int(rng.integers(1, 9)), dtype="uint8")) + data[cut:]
+
+
+@pytest.mark.parametrize("name", ["real agentnet screenshot", "rendered page"])
+def test_our_png_walk_refuses_exactly_what_pillows_verify_refuses(name):
+    """Our chunk walk (ISA-L CRCs) replaced Pillow's open + verify at 4x the speed: over hundreds
+    of damaged copies of a real PNG the two verdicts must agree, case by case."""
+    from pathlib import Path
+
+    import numpy as np
+
+    if name == "rendered page":
+        data = page_bytes(640, 480, seed=3)
+    else:
+        data = (Path(__file__).parent / "samples/agentnet/cot_example/10.png").read_bytes()
+    rng = np.random.default_rng(20261201)
+    refused = 0
+    for _ in range(400):
+        bad = _damaged(data, rng)
+        try:
+            inspect(bad)
+            ours = True
+        except ImageError:
+            ours = False
+        assert ours == _pillow_accepts(bad), f"verdicts differ on a copy of {len(bad)} bytes"
+        refused += not ours
+    assert refused > 200  # the damage is real: most copies must be refused
+
+
+@pytest.mark.parametrize(
+    ("edit", "detail"),
+    [
+        (lambda d: d[:37] + bytes([d[37] ^ 1]) + d[38:], "CRC mismatch in"),  # the chunk after IHDR
+        (lambda d: d[:-12], "no IEND"),
+        (lambda d: d[:24] + b"\x03" + d[25:], "IHDR"),  # bit depth 3 exists for no colour type
+    ],
+)
+def test_png_damage_is_named(edit, detail):
+    with pytest.raises(ImageError) as e:
+        inspect(edit(page_bytes(300, 200)))
+    assert e.value.reason.value == "undecodable_image"
+    assert detail in str(e.value)
