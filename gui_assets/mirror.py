@@ -26,11 +26,13 @@ import fnmatch
 import hashlib
 import json
 import re
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from gui_assets.atomic import atomic_write_text, sha256_file
+from gui_assets.config import usable_cpus
 
 LOCAL_REVISION = "local-mirror"
 
@@ -114,13 +116,13 @@ class HashCache:
             except (OSError, ValueError):
                 self._known = {}
 
-    def sha256(self, p: Path, compute: Any = sha256_file) -> str:
+    def sha256(self, p: Path, compute: Any = None) -> str:
         st = p.stat()
         key = str(p.resolve())
         hit = self._known.get(key)
         if hit and hit[0] == st.st_size and hit[1] == st.st_mtime_ns:
             return str(hit[2])
-        digest = compute(p)
+        digest = (compute or sha256_file)(p)
         self._known[key] = [st.st_size, st.st_mtime_ns, digest]
         self._dirty = True
         return digest
@@ -300,7 +302,9 @@ def _manifest(
 ) -> RawPartition:
     if not files:
         raise RawInputError(f"no files matching {patterns} in {repo_id} ({mode})")
-    described = [describe(rel, p, root, mode == "hub", cache) for rel, p in files]
+    # Hashing releases the GIL: a partition's files are read on every core at once.
+    with ThreadPoolExecutor(max(1, min(usable_cpus(), len(files)))) as pool:
+        described = list(pool.map(lambda f: describe(f[0], f[1], root, mode == "hub", cache), files))
     if cache is not None:
         cache.save()
     return RawPartition(

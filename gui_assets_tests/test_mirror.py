@@ -128,3 +128,29 @@ def test_raw_manifest_records_no_token(demo_mirror, tmp_path):
             REPO, file_patterns("test_task"), endpoint=hub.endpoint, cache_dir=tmp_path / "c", token=TOKEN
         )
     assert TOKEN not in json.dumps(part.to_dict())
+
+
+def test_the_raw_stage_hashes_a_mirror_file_once_until_it_changes(tmp_path, demo_mirror, monkeypatch):
+    """A build of a mirror shares the hash cache with the upstream observation: an unchanged
+    file is not read again to describe it, an edited one is (its size and mtime moved)."""
+    import os
+    import shutil
+
+    from gui_assets import mirror
+    from gui_assets.layout import OutLayout
+    from gui_assets.stages.raw import fetch_raw
+
+    shutil.copytree(demo_mirror / REPO, tmp_path / "m" / REPO)
+    reads: list[Path] = []
+    real_sha = mirror.sha256_file
+    monkeypatch.setattr(mirror, "sha256_file", lambda p: reads.append(p) or real_sha(p))
+    layout, settings = OutLayout(tmp_path / "out"), RawSettings(mode="mirror", mirror=tmp_path / "m")
+    first = fetch_raw(MIND2WEB, "train", layout, settings)
+    assert len(reads) == first.file_count > 1
+    reads.clear()
+    assert fetch_raw(MIND2WEB, "train", layout, settings).files == first.files and reads == []
+    edited = first.files[0].local
+    later = edited.stat().st_mtime + 60
+    os.utime(edited, (later, later))
+    again = fetch_raw(MIND2WEB, "train", layout, settings)
+    assert reads == [edited] and again.files == first.files  # same bytes, same sha256

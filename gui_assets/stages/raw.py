@@ -58,7 +58,8 @@ def fetch_raw(spec: SourceSpec, key: str, layout: OutLayout, raw: RawSettings) -
                 cache_dir=raw.cache_dir,
                 endpoint=raw.endpoint,
             )
-        return mirror.from_mirror(raw.mirror, spec.repo_id, patterns)
+        # A file the upstream observation or an earlier build already hashed is not read again.
+        return mirror.from_mirror(raw.mirror, spec.repo_id, patterns, mirror.HashCache(layout.hash_cache))
 
     work = layout.raw_manifest(spec.directory(key)).parent
     sweep_temps(work, only_dead_writers=True)  # files and IR folders a killed build left
