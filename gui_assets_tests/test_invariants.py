@@ -284,6 +284,18 @@ def test_a_shard_h5py_cannot_open_and_a_gap_in_numbering_fail(build):
     assert not v.passed and "h5py cannot read it" in text and "not contiguous" in text
 
 
+def test_one_changed_byte_in_a_shard_fails_by_its_sha256(build):
+    """Counts, sizes and h5py all still agree; only the hash of every byte can tell."""
+    (victim,) = shards(build)
+    assert integrity.shard_integrity(build / DIR, DIR).passed
+    data = bytearray(victim.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # inside a frame chunk, past every header h5py reads
+    victim.write_bytes(bytes(data))
+    v = integrity.shard_integrity(build / DIR, DIR)
+    assert not v.passed and v.figures["problems"] == 1
+    assert "sha256 differs" in v.examples[0] and victim.name in v.examples[0]
+
+
 def test_a_shard_over_the_cap_by_more_than_its_last_episode_fails(build):
     info = build / DIR / "dataset_info.json"
     d = json.loads(info.read_text())
