@@ -368,6 +368,7 @@ class TaskRows:
 
     def __init__(self, files: list[str], cache_kib: int = 4096) -> None:
         self.files = files  # a step's SourceRef names its file by index into this list
+        self._last_seen = self._last_attrs = ""  # the task the previous row inserted, updated
         self._db = sqlite3.connect("")  # "" is SQLite's private temporary on-disk database
         self._db.executescript(
             f"""
@@ -387,7 +388,9 @@ class TaskRows:
 
     def see(self, annotation_id: str) -> None:
         """A task with a usable id: it is an episode candidate even if all its rows drop."""
-        self._db.execute("INSERT OR IGNORE INTO task (id) VALUES (?)", (annotation_id,))
+        if annotation_id != self._last_seen:  # a task's rows mostly come together: one INSERT
+            self._db.execute("INSERT OR IGNORE INTO task (id) VALUES (?)", (annotation_id,))
+            self._last_seen = annotation_id
 
     def add(self, annotation_id: str, row: _Row, attrs: dict[str, str], file_no: int) -> bool:
         """Keep a row; False when the task already has a row of that index (the first one stays).
@@ -400,11 +403,13 @@ class TaskRows:
         )  # fmt: skip
         if cur.rowcount == 0:
             return False
-        self._db.execute(
-            "UPDATE task SET website = ?, domain = ?, subdomain = ?, instruction = ? "
-            "WHERE id = ? AND instruction IS NULL",
-            (*(attrs[k] for k in _ATTRS), annotation_id),
-        )
+        if annotation_id != self._last_attrs:  # the row before was this task's: attrs are set
+            self._db.execute(
+                "UPDATE task SET website = ?, domain = ?, subdomain = ?, instruction = ? "
+                "WHERE id = ? AND instruction IS NULL",
+                (*(attrs[k] for k in _ATTRS), annotation_id),
+            )
+            self._last_attrs = annotation_id
         return True
 
     def tasks(self) -> Iterator[tuple[str, dict[str, str] | None]]:

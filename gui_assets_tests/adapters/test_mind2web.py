@@ -394,3 +394,19 @@ def test_json_nested_past_the_recursion_limit_is_counted(write_m2w, tmp_path):
     (ep,), stats = run(write_m2w([rows]), tmp_path)
     assert stats.drops == {"malformed_step": 1}
     assert [s.ungrounded_reason for s in ep.steps] == ["malformed_bbox", ""]
+
+
+def test_interleaved_tasks_keep_the_attrs_of_their_first_kept_row(write_m2w, tmp_path):
+    """Rows of two tasks alternate, and a task's first row drops: its attrs come from its first
+    kept row, whatever rows of other tasks came between."""
+    shot = page_bytes()
+    f0 = [
+        m2w_row("a", "0", task="first a", screenshot=b"not an image"),  # dropped: attrs not from it
+        m2w_row("b", "0", task="first b", screenshot=shot),
+        m2w_row("a", "1", task="kept a", screenshot=shot),
+        m2w_row("b", "1", task="later b", screenshot=shot),
+        m2w_row("a", "2", task="later a", screenshot=shot),
+    ]
+    eps, stats = run(write_m2w([f0]), tmp_path)
+    assert {e.episode_id: e.instruction for e in eps} == {"mind2web/a": "kept a", "mind2web/b": "first b"}
+    assert stats.drops == {"unsupported_image_format": 1}
