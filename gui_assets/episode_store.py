@@ -300,6 +300,15 @@ def read_episode_table(directory: Path) -> pa.Table:
     return pq.read_table(directory / EPISODES_FILE)
 
 
+# A step row's observation, in Observation's field order.
+OBSERVATION_COLUMNS = ("image_sha256", "image_ext", "obs_left", "obs_top", "obs_width", "obs_height")
+
+
+def observation_of(row: dict[str, Any]) -> Observation:
+    """The Observation a step row (of the step table, or any selection of its columns) stores."""
+    return Observation(*(row[c] for c in OBSERVATION_COLUMNS))
+
+
 def _steps_from_rows(rows: list[dict[str, Any]]) -> list[GuiStep]:
     return [
         GuiStep(
@@ -308,14 +317,7 @@ def _steps_from_rows(rows: list[dict[str, Any]]) -> list[GuiStep]:
             mask=tuple(r["mask"]),  # type: ignore[arg-type]
             text=r["text"],
             desc=r["desc"],
-            observation=Observation(
-                r["image_sha256"],
-                r["image_ext"],
-                r["obs_left"],
-                r["obs_top"],
-                r["obs_width"],
-                r["obs_height"],
-            ),
+            observation=observation_of(r),
             scroll=(r["scroll_x"], r["scroll_y"]),
             ref=SourceRef(r["ref_repo_id"], r["ref_revision"], r["ref_file"], r["ref_row"], r["ref_member"]),
             thought=r["thought"],

@@ -32,9 +32,22 @@ import pyarrow.parquet as pq
 from PIL import Image
 
 from gui_assets.cursor import EYE_SIZE, SCREEN_CENTRE, eye_rect, eye_window, inside, next_cursor
-from gui_assets.episode_store import EPISODES_FILE, STEPS_FILE, ImageStore
+from gui_assets.episode_store import (
+    EPISODES_FILE,
+    OBSERVATION_COLUMNS,
+    STEPS_FILE,
+    ImageStore,
+    observation_of,
+)
 from gui_assets.images import ImageError, decode_rgb, window_pixels
-from gui_assets.ir import ACTION_TYPE_NAMES, POINTER_TYPES, ActionType, allowed_masks, view_direction
+from gui_assets.ir import (
+    ACTION_TYPE_NAMES,
+    POINTER_TYPES,
+    ActionType,
+    Observation,
+    allowed_masks,
+    view_direction,
+)
 from gui_assets.shard_reader import (
     PIXEL_SAMPLES,
     StepSample,
@@ -85,8 +98,6 @@ class Offenders:
 
 # --- alignment leakage -------------------------------------------------------------------
 
-Window = tuple[str, str, int, int, int, int]  # an IR observation: sha, ext, left, top, width, height
-
 
 def _ir_lengths(ir_dir: Path) -> dict[str, int]:
     """episode id -> steps, from the IR's episode table (one row per episode)."""
@@ -96,33 +107,17 @@ def _ir_lengths(ir_dir: Path) -> dict[str, int]:
     )
 
 
-def _ir_windows(ir_dir: Path, wanted: set[tuple[str, int]]) -> dict[tuple[str, int], Window]:
+def _ir_windows(ir_dir: Path, wanted: set[tuple[str, int]]) -> dict[tuple[str, int], Observation]:
     """The IR observations of the wanted (episode id, step) pairs, streamed a batch at a time."""
-    cols = [
-        "episode_id",
-        "step_index",
-        "image_sha256",
-        "image_ext",
-        "obs_left",
-        "obs_top",
-        "obs_width",
-        "obs_height",
-    ]
+    cols = ["episode_id", "step_index", *OBSERVATION_COLUMNS]
     ids = pa.array(sorted({e for e, _ in wanted}), pa.string())
-    found: dict[tuple[str, int], Window] = {}
+    found: dict[tuple[str, int], Observation] = {}
     for batch in pq.ParquetFile(ir_dir / STEPS_FILE).iter_batches(batch_size=4096, columns=cols):
         hits = batch.filter(pc.is_in(batch.column(0), value_set=ids))
         for r in hits.to_pylist():
             key = (r["episode_id"], r["step_index"])
             if key in wanted:
-                found[key] = (
-                    r["image_sha256"],
-                    r["image_ext"],
-                    r["obs_left"],
-                    r["obs_top"],
-                    r["obs_width"],
-                    r["obs_height"],
-                )
+                found[key] = observation_of(r)
     return found
 
 
@@ -168,12 +163,13 @@ class _EyeRates:
 
 
 def _frame_mismatch(
-    images: ImageStore, job: tuple[str, bytes | np.ndarray, tuple[int, ...], Window]
+    images: ImageStore, job: tuple[str, bytes | np.ndarray, tuple[int, ...], Observation]
 ) -> str | None:
     """None when a stored frame is its step's observation in the IR, else what is wrong."""
-    _, chunk, shape, (sha, ext, left, top, w, h) = job
+    _, chunk, shape, o = job
     try:
-        want = window_pixels(decode_rgb(images.get(sha, ext), top + h), left, top, w, h)
+        page = decode_rgb(images.get(o.image_sha256, o.image_ext), o.top + o.height)
+        want = window_pixels(page, o.left, o.top, o.width, o.height)
     except (ImageError, OSError):
         return "IR screenshot unreadable"
     if want.shape[:2] != shape[:2]:
@@ -235,7 +231,7 @@ def alignment_leakage(
 def _compare_frames(
     shards: list[Path],
     drawn: list[tuple[str, str, int, str]],
-    windows: dict[tuple[str, int], Window],
+    windows: dict[tuple[str, int], Observation],
     images: ImageStore,
     bad: Offenders,
 ) -> int:
