@@ -230,6 +230,10 @@ REGRESSIONS: list[Any] = [
     # A real 12000x20000 palette PNG of 233 KB: passed every header and data-size check, then
     # decoded whole (P, then RGB, then a copy: ~2 GB; killed past the limit). Fixed the same way.
     "mind2web:4:null:tall_png:4",
+    # The 10,000-case run of 2026-12-01: an assistant turn's `tool_calls` emptied mid-rollout
+    # lost its action without a count (the tool result after it was read as the next screen).
+    # Fixed: a tool result that answers no call counts the lost call as malformed_step.
+    "cuagym:3746:empty:zero_png:522494574",
 ]
 
 

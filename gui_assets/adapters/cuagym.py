@@ -32,9 +32,10 @@ failure) -> STOP / FAIL, response -> STOP with its text. screenshot and cursor_p
 observe: no step. mouse_down / mouse_up / key_down / key_up are `no_action_equivalent`; other
 tools (a shell, ...) `non_gui_tool`; other action names `unknown_action_verb`. A number that is
 NaN, infinite, fractional for a count or out of range is `malformed_step` (a bad image index:
-for each call made while it is shown). A shard that cannot be opened fails the partition by
-name. Success iff metadata.others.episode_return > 0.5 (the publisher's filter); a return that
-is neither null nor a finite number drops the row (`malformed_record`).
+for each call made while it is shown), and so is a `tool` result that answers no call of the
+assistant turn before it (that call was lost from the record). A shard that cannot be opened
+fails the partition by name. Success iff metadata.others.episode_return > 0.5 (the publisher's
+filter); a return that is neither null nor a finite number drops the row (`malformed_record`).
 
 Drop reasons:
     incomplete                a row whose metadata.others.exclude_reason says incomplete
@@ -307,10 +308,18 @@ def _messages(
     """Walk the conversation: the instruction is returned, each action is added to `steps`."""
     instruction = ""
     screen: Screen = None
+    unanswered = 0  # calls of the last assistant turn that no tool result has answered yet
     for m_i, msg in enumerate(messages):
         if not isinstance(msg, dict):
             raise Drop(DropReason.MALFORMED_RECORD, f"messages[{m_i}]")
         parts = _parts(msg, m_i)
+        if msg["role"] == "tool":
+            if unanswered == 0:  # a result whose call is not in the record: that call was lost
+                run.drop(DropReason.MALFORMED_STEP)
+            unanswered = max(0, unanswered - 1)
+        elif msg["role"] == "assistant":
+            calls = msg.get("tool_calls")
+            unanswered = 0 if calls is None else len(calls) if isinstance(calls, list) else 1
         for part in parts:
             if part["type"] == "image":  # an index, possibly stored as a float (0.0)
                 try:

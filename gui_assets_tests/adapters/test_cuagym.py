@@ -447,3 +447,34 @@ def test_hostile_json_and_image_paths_are_counted(tmp_path):
     eps, stats = run(root, tmp_path)
     assert not eps
     assert stats.drops == {"malformed_json": 1, "missing_screenshot": 5, "empty_episode": 1}
+
+
+@pytest.mark.parametrize("emptied", [[], None])
+def test_a_tool_result_whose_call_is_gone_counts_that_call(tmp_path, emptied):
+    """Found by the fuzz explorer (cuagym:3746:empty:zero_png:522494574): a turn's `tool_calls`
+    emptied mid-rollout lost its action without a count, though the tool result after it shows
+    a call was made. The result with no call before it now counts the lost call."""
+    good = row(CALLS_BARE, meta("a"))
+    bad = row(CALLS_BARE, meta("b"))
+    bad["messages"][3]["tool_calls"] = emptied  # the second call (type "hello"); its result stays
+    root = write_cuagym(tmp_path / "m", {"train": [good, bad]})
+    (kept, damaged), stats = run(root, tmp_path)
+    assert summary(kept) == WANT
+    assert summary(damaged) == [WANT[0], *WANT[2:]]
+    assert stats.drops == {"malformed_step": 1}
+
+
+def test_a_final_answer_without_calls_and_results_one_per_call_count_nothing(tmp_path):
+    """What real rollouts hold: a closing assistant turn with no tool call (`[]` or absent), and
+    a batch of two calls answered by two tool results."""
+    images, messages = conversation(CALLS_BARE[:2])
+    messages[1]["tool_calls"].append(bare("mouse_move", coordinate=[10, 10]))
+    messages.insert(3, {"role": "tool", "content": [{"type": "text", "text": "moved"}]})
+    messages.append({"role": "assistant", "content": [{"type": "text", "text": "done"}], "tool_calls": []})
+    messages.append({"role": "assistant", "content": [{"type": "text", "text": "really done"}]})
+    pictures = [{"bytes": b, "path": None} for b in images]
+    raw = {"images": pictures, "messages": messages, "metadata": meta("c")}
+    root = write_cuagym(tmp_path / "m", {"train": [raw]})
+    (ep,), stats = run(root, tmp_path)
+    assert [s.action_type.name for s in ep.steps] == ["CLICK", "HOVER", "TYPE"]
+    assert not stats.drops
