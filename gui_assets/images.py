@@ -149,7 +149,8 @@ def png_layout(data: bytes) -> PngLayout:
 
 def _walk_png(data: bytes, verify: bool) -> PngLayout:
     """The chunk walk. With `verify`, also what a decoder would refuse, in the order it reads:
-    IHDR first and well-formed, every chunk whole with a matching CRC, up to an IEND."""
+    IHDR first and well-formed, every chunk whole with a matching CRC and a type of four ASCII
+    letters (the specification's rule; Pillow also lets digits through), IDAT before an IEND."""
     if len(data) < 33 or data[12:16] != b"IHDR":
         raise ImageError(DropReason.UNDECODABLE_IMAGE, "no IHDR")
     width, height, depth, colour, method, filtering, interlace = struct.unpack(">IIBBBBB", data[16:29])
@@ -182,6 +183,8 @@ def _walk_png(data: bytes, verify: bool) -> PngLayout:
         pos += 12 + length
     if verify and not ended:
         raise ImageError(DropReason.UNDECODABLE_IMAGE, f"truncated: no IEND in {len(data)} bytes")
+    if verify and not idat:  # a tiny image passes the data-size check below without any
+        raise ImageError(DropReason.UNDECODABLE_IMAGE, "no IDAT before IEND")
     return PngLayout(width, height, depth, colour, interlace, tuple(idat))
 
 

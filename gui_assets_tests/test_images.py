@@ -109,12 +109,23 @@ def test_our_png_walk_refuses_exactly_what_pillows_verify_refuses(name):
     assert refused > 200  # the damage is real: most copies must be refused
 
 
+def _tiny_png() -> bytes:
+    import io
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", (10, 10), (200, 10, 10)).save(buf, "PNG")
+    return buf.getvalue()
+
+
 @pytest.mark.parametrize(
     ("edit", "detail"),
     [
         (lambda d: d[:37] + bytes([d[37] ^ 1]) + d[38:], "CRC mismatch in"),  # the chunk after IHDR
         (lambda d: d[:-12], "no IEND"),
         (lambda d: d[:24] + b"\x03" + d[25:], "IHDR"),  # bit depth 3 exists for no colour type
+        (lambda d: _tiny_png()[:33] + d[-12:], "no IDAT"),  # IHDR, IEND: 10x10 passes the size check
     ],
 )
 def test_png_damage_is_named(edit, detail):
