@@ -10,8 +10,11 @@ import contextlib
 import hashlib
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+from gui_assets.config import usable_cpus
 
 TMP_MARK = ".tmp-"
 
@@ -88,3 +91,12 @@ def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
         while block := fh.read(chunk):
             h.update(block)
     return h.hexdigest()
+
+
+def sha256_files(paths: Sequence[Path]) -> list[str]:
+    """sha256_file of each path, in order; sha256 releases the GIL, so files are read on every
+    core at once."""
+    if len(paths) < 2:
+        return [sha256_file(p) for p in paths]
+    with ThreadPoolExecutor(min(usable_cpus(), len(paths))) as pool:
+        return list(pool.map(sha256_file, paths))

@@ -4,14 +4,12 @@ match what dataset_info.json says of them (counts, sizes, hashes)."""
 from __future__ import annotations
 
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import h5py
 
-from gui_assets.atomic import sha256_file
-from gui_assets.config import usable_cpus
+from gui_assets.atomic import sha256_files
 from gui_assets.invariants import ERROR, Offenders, Verdict
 from gui_assets.layout import DatasetInfo, shard_pattern
 
@@ -76,12 +74,10 @@ def shard_integrity(directory: Path, name: str) -> Verdict:
                 )
             else:
                 to_hash.append((p, entry.sha256))
-    # Every byte is hashed (a sample would not be as strict); sha256 releases the GIL, so the
-    # shards are read on every core at once.
-    with ThreadPoolExecutor(max(1, min(usable_cpus(), len(to_hash)))) as pool:
-        for (p, listed_sha), sha in zip(to_hash, pool.map(sha256_file, [p for p, _ in to_hash]), strict=True):
-            if sha != listed_sha:
-                bad.add("sha256 differs from dataset_info.json", p.name)
+    # Every byte is hashed (a sample would not be as strict), the shards on every core at once.
+    for (p, listed_sha), sha in zip(to_hash, sha256_files([p for p, _ in to_hash]), strict=True):
+        if sha != listed_sha:
+            bad.add("sha256 differs from dataset_info.json", p.name)
     for missing in listed:
         bad.add("listed in dataset_info.json but missing", missing)
     for key, stat in (("steps", "steps"), ("demos", "episodes_out")):

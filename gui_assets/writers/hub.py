@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from gui_assets.atomic import atomic_path, sha256_file
+from gui_assets.atomic import atomic_path, sha256_files
 from gui_assets.layout import DATASET_INFO, DatasetInfo
 from gui_assets.mirror import HashCache
 
@@ -265,7 +265,9 @@ def upload(
     instead of reading the file again; a file the target holds as the very same file is skipped
     without any hash."""
     known = known or {}
-    digests = {p: known.get(p) or sha256_file(local) for p, local in files}  # each file read at most once
+    unknown = [(p, local) for p, local in files if not known.get(p)]  # each file read at most once
+    digests = {p: known[p] for p, _ in files if known.get(p)}
+    digests.update(zip((p for p, _ in unknown), sha256_files([local for _, local in unknown]), strict=True))
     rest = [(p, local) for p, local in files if not target.identical(p, local)]
     held = target.holds({p for p, _ in rest}) if rest else {}
     todo = [(p, local) for p, local in sorted(rest) if not _same(local, digests[p], held.get(p))]

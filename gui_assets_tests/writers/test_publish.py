@@ -109,7 +109,7 @@ def test_a_local_target_links_the_build_and_a_second_upload_reads_nothing(built,
         hashed.append(p)
         return sha256_file(p)
 
-    monkeypatch.setattr(hub, "sha256_file", counting_sha256)
+    monkeypatch.setattr("gui_assets.atomic.sha256_file", counting_sha256)  # under hub.upload's sha256_files
     monkeypatch.setattr("gui_assets.mirror.sha256_file", counting_sha256)
     target = hub.LocalHubTarget(tmp_path / "hub", hash_cache=tmp_path / "cache.json")
     first = hub.upload(files, target, "first", known=known)
