@@ -16,6 +16,14 @@ step, which holds a few hundred ~60 KB pictures and 6 MB row groups briefly:
   brought the peak to 303-309 MB but cost about a fifth of its time (every frame-sized buffer of
   the shard writer mmap'd and page-faulted anew), so it applies only inside the stages that hold
   many medium buffers (`unmapped_when_freed`, around the preview).
+- The adapter stage reads upstream parquet a page at a time, and a page of screenshots is one
+  buffer of tens of MB (18 MB for 50 of the benchmark's rows; pyarrow writes a row group's
+  column as one page). On the heap, each new page needed a hole of its size that the screenshot
+  -sized buffers freed around it had split, so the heap grew with the stage's length: the stage's
+  peak RSS (alone, in a fresh process) was 333-340 MB at 1,200 steps and 343-384 MB at 4,800. With buffers of
+  PAGE_MMAP and up mmap'd for the stage (`unmapped_when_freed(PAGE_MMAP)`), and the rows handed
+  on one at a time so that no batch buffer reaches that size, it was 197-215 MB at 1,200 steps and
+  215-217 MB at 4,800, for 0.5 s and 1.5-2 s of page faults (the pages' bytes, twice).
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ from collections.abc import Iterator
 _M_MMAP_THRESHOLD = -3  # mallopt's parameter numbers (malloc.h)
 _M_ARENA_MAX = -8
 SMALL_MMAP = 128 * 1024  # from this size on, an allocation is mmap'd and unmapped when freed
+PAGE_MMAP = 4 * 1024 * 1024  # an upstream page of many screenshots; one screenshot stays below
 LARGE_MMAP = 32 * 1024 * 1024  # glibc's own ceiling: frame-sized buffers reuse the heap
 
 
@@ -73,14 +82,14 @@ def one_malloc_arena() -> bool:
 
 
 @contextlib.contextmanager
-def unmapped_when_freed() -> Iterator[bool]:
-    """Within: allocations of SMALL_MMAP and up are mmap'd, so they leave the process when freed,
-    and the heap's free pages are returned on entry and exit. After: LARGE_MMAP, so frame-sized
-    buffers keep reusing the heap. Yields whether the policy applies (glibc only)."""
+def unmapped_when_freed(threshold: int = SMALL_MMAP) -> Iterator[bool]:
+    """Within: allocations of `threshold` bytes and up are mmap'd, so they leave the process when
+    freed, and the heap's free pages are returned on entry and exit. After: LARGE_MMAP, so
+    frame-sized buffers keep reusing the heap. Yields whether the policy applies (glibc only)."""
     if _GLIBC is None:
         yield False
         return
-    _GLIBC.mallopt(_M_MMAP_THRESHOLD, SMALL_MMAP)
+    _GLIBC.mallopt(_M_MMAP_THRESHOLD, threshold)
     _GLIBC.malloc_trim(0)
     try:
         yield True

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from typing import Any
 
-from gui_assets.memory import unmapped_when_freed
+from gui_assets.memory import PAGE_MMAP, unmapped_when_freed
 
 
 def _fresh_process(code: str) -> Any:
@@ -61,3 +61,30 @@ def test_the_policy_is_restored_after_the_block_even_on_error():
         pass
     with unmapped_when_freed() as applies:
         assert applies in (True, False)
+
+
+def test_a_threshold_sends_only_buffers_above_it_to_mmap():
+    """The adapter stage's setting: an upstream page (here 8 MB) is mmap'd, a screenshot-sized
+    buffer (1 MB) stays on the heap; after the block, neither is. glibc's own count of mmap'd
+    bytes (mallinfo2's hblkhd) while each buffer is held says where it went."""
+    probe = (
+        "import ctypes, json\n"
+        "from gui_assets.memory import PAGE_MMAP, unmapped_when_freed\n"
+        "class Info(ctypes.Structure): _fields_ = [(n, ctypes.c_size_t) for n in "
+        "('arena','ordblks','smblks','hblks','hblkhd','usmblks','fsmblks','uordblks','fordblks','keepcost')]\n"
+        "libc = ctypes.CDLL('libc.so.6'); libc.mallinfo2.restype = Info\n"
+        "def mapped_mb(size):\n"
+        "    before = libc.mallinfo2().hblkhd; buf = bytearray(size)\n"
+        "    grown = libc.mallinfo2().hblkhd - before; del buf; return grown // 2**20\n"
+        "warm = bytearray(16 * 2**20); del warm  # raises glibc's own threshold, as a long build does\n"
+        "with unmapped_when_freed(PAGE_MMAP) as applies:\n"
+        "    inside = [mapped_mb(8 * 2**20), mapped_mb(2**20)]\n"
+        "after = [mapped_mb(8 * 2**20), mapped_mb(2**20)]\n"
+        "print(json.dumps([applies, inside, after]))\n"
+    )
+    applies, inside, after = _fresh_process(probe)
+    if not applies:
+        return  # not glibc
+    assert PAGE_MMAP <= 8 * 2**20
+    assert inside == [8, 0], inside  # the page mmap'd, the screenshot on the heap
+    assert after == [0, 0], after  # LARGE_MMAP again: both reuse the heap

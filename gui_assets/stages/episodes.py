@@ -10,6 +10,7 @@ from gui_assets.episode_store import EpisodeWriter, ImageStore
 from gui_assets.errors import EmptyPartitionError
 from gui_assets.ir import GuiEpisode
 from gui_assets.layout import OutLayout
+from gui_assets.memory import PAGE_MMAP, unmapped_when_freed
 from gui_assets.mirror import RawPartition
 from gui_assets.source_spec import SourceSpec
 from gui_assets.stages.common import disk_full_named
@@ -34,7 +35,12 @@ def build_episodes(spec: SourceSpec, key: str, layout: OutLayout, config: BuildC
     stats = BuildStats()
     writer = EpisodeWriter(layout.episodes(directory))
     try:
-        with disk_full_named(f"{directory}: writing the IR", layout.episodes(directory)):
+        # Upstream pages (parquet pages, archive members) are read whole: mmap'd, so the heap's
+        # holes between screenshots never have to fit one (gui_assets.memory).
+        with (
+            disk_full_named(f"{directory}: writing the IR", layout.episodes(directory)),
+            unmapped_when_freed(PAGE_MMAP),
+        ):
             for episode in adapt(spec, raw, store, config, stats):
                 writer.add(episode)
             store.close()  # every image is on disk before the IR that names them is published
