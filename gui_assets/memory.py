@@ -35,7 +35,8 @@ import os
 import sys
 from collections.abc import Iterator
 
-_M_MMAP_THRESHOLD = -3  # mallopt's parameter numbers (malloc.h)
+_M_TRIM_THRESHOLD = -1  # mallopt's parameter numbers (malloc.h)
+_M_MMAP_THRESHOLD = -3
 _M_ARENA_MAX = -8
 SMALL_MMAP = 128 * 1024  # from this size on, an allocation is mmap'd and unmapped when freed
 PAGE_MMAP = 4 * 1024 * 1024  # an upstream page of many screenshots; one screenshot stays below
@@ -89,10 +90,22 @@ def unmapped_when_freed(threshold: int = SMALL_MMAP) -> Iterator[bool]:
     if _GLIBC is None:
         yield False
         return
-    _GLIBC.mallopt(_M_MMAP_THRESHOLD, threshold)
+    _set_thresholds(threshold)
     _GLIBC.malloc_trim(0)
     try:
         yield True
     finally:
-        _GLIBC.mallopt(_M_MMAP_THRESHOLD, LARGE_MMAP)
+        _set_thresholds(LARGE_MMAP)
         _GLIBC.malloc_trim(0)
+
+
+def _set_thresholds(mmap_threshold: int) -> None:
+    """A fixed mmap threshold, and the trim threshold glibc's own rule would pair with it.
+    Fixing the first also fixes the second, at 128 KB unless set: then every free at the heap's
+    top past 128 KB went back to the kernel, and the next frame-sized buffer page-faulted it in
+    again (a shard unit of 420 steps: 445,000-583,000 faults, 2.4-2.9 s of system time; with the
+    trim threshold at twice the mmap threshold, 9,300 faults, 0.7-1.2 s, 13-16% less wall time and
+    the same peak RSS)."""
+    assert _GLIBC is not None
+    _GLIBC.mallopt(_M_MMAP_THRESHOLD, mmap_threshold)
+    _GLIBC.mallopt(_M_TRIM_THRESHOLD, 2 * mmap_threshold)
