@@ -14,6 +14,7 @@ rule for the split stage, ...) is hashed with it, and so is the package version.
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import hashlib
 import json
@@ -60,7 +61,10 @@ def _strip_docstrings(tree: ast.AST) -> ast.AST:
 
 def normalized_source(path: Path) -> str:
     """The module as its AST without docstrings: blind to comments and formatting."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    return _normalized(ast.parse(path.read_text(encoding="utf-8"), filename=str(path)))
+
+
+def _normalized(tree: ast.AST) -> str:
     return ast.dump(_strip_docstrings(tree), annotate_fields=False, include_attributes=False)
 
 
@@ -132,7 +136,8 @@ def _closure_paths(roots: Iterable[str], package_dir: Path) -> dict[str, Path]:
         parents = name.split(".")
         for i in range(2, len(parents)):  # a subpackage's __init__ runs before its modules
             todo.append(".".join(parents[:i]))
-        todo.extend(i for i in _imports_of(path, _stamp(path), name) if i.startswith(PACKAGE + "."))
+        imports = _imports_of(path, _stamp(path), name, package_dir)
+        todo.extend(i for i in imports if i.startswith(PACKAGE + "."))
     return seen
 
 
@@ -141,15 +146,70 @@ def _stamp(path: Path) -> tuple[int, int]:
     return st.st_mtime_ns, st.st_size
 
 
-@functools.cache
-def _imports_of(path: Path, stamp: tuple[int, int], name: str) -> frozenset[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    return frozenset(_runtime_imports(tree, name, path.name == "__init__.py"))
+class _AnalysisCache:
+    """What the AST walk found in a module (its normalized digest and its runtime imports), kept
+    on disk beside the bytecode by the sha256 of the module's bytes, its name and the Python
+    version (the AST's form is the interpreter's): about a second of every process start
+    otherwise, for the same answers. The cache is only ever a shortcut: a file it cannot read or
+    write is ignored, and bytes it has not seen are walked as before."""
+
+    def __init__(self, package_dir: Path) -> None:
+        self.path = package_dir / "__pycache__" / f"lineage.{sys.implementation.cache_tag}.json"
+        try:
+            loaded = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            loaded = {}
+        self.entries: dict[str, list[Any]] = loaded if isinstance(loaded, dict) else {}
+        self.used: set[str] = set()
+        self.dirty = False
+
+    def analysis(self, path: Path, name: str) -> tuple[str, frozenset[str]]:
+        source = path.read_bytes()
+        key = f"{name}:{hashlib.sha256(source).hexdigest()}"
+        self.used.add(key)
+        hit = self.entries.get(key)
+        if isinstance(hit, list) and len(hit) == 2 and isinstance(hit[0], str) and isinstance(hit[1], list):
+            return hit[0], frozenset(hit[1])
+        tree = ast.parse(source.decode("utf-8"), filename=str(path))
+        imports = frozenset(_runtime_imports(tree, name, path.name == "__init__.py"))
+        digest = hashlib.sha256(_normalized(tree).encode()).hexdigest()
+        self.entries[key] = [digest, sorted(imports)]
+        self.dirty = True
+        return digest, imports
+
+    def save(self) -> None:
+        """Write what this process used (entries of older bytes drop out); atomically, so a
+        concurrent process reads the old file or the new one."""
+        if not self.dirty:
+            return
+        self.dirty = False
+        keep = {k: v for k, v in self.entries.items() if k in self.used}
+        tmp = self.path.with_name(f"{self.path.name}.tmp-{os.getpid()}")
+        try:
+            self.path.parent.mkdir(exist_ok=True)
+            tmp.write_text(json.dumps(keep, sort_keys=True), encoding="utf-8")
+            os.replace(tmp, self.path)
+        except OSError:  # a read-only install: the walk runs in each process, as without a cache
+            with contextlib.suppress(OSError):
+                tmp.unlink()
 
 
 @functools.cache
-def _module_digest(path: Path, stamp: tuple[int, int]) -> str:
-    return hashlib.sha256(normalized_source(path).encode()).hexdigest()
+def _cache(package_dir: Path) -> _AnalysisCache:
+    return _AnalysisCache(package_dir)
+
+
+@functools.cache
+def _analysis(path: Path, stamp: tuple[int, int], name: str, package_dir: Path) -> tuple[str, frozenset[str]]:
+    return _cache(package_dir).analysis(path, name)
+
+
+def _imports_of(path: Path, stamp: tuple[int, int], name: str, package_dir: Path) -> frozenset[str]:
+    return _analysis(path, stamp, name, package_dir)[1]
+
+
+def _module_digest(path: Path, stamp: tuple[int, int], name: str, package_dir: Path) -> str:
+    return _analysis(path, stamp, name, package_dir)[0]
 
 
 def version_of(roots: Iterable[str], data: Any = None, package_dir: Path = PACKAGE_DIR) -> str:
@@ -158,8 +218,10 @@ def version_of(roots: Iterable[str], data: Any = None, package_dir: Path = PACKA
     closure = _closure_paths(roots, package_dir)
     for name in sorted(closure):
         path = closure[name]
-        h.update(name.encode() + b"\0" + _module_digest(path, _stamp(path)).encode() + b"\n")
+        digest = _module_digest(path, _stamp(path), name, package_dir)
+        h.update(name.encode() + b"\0" + digest.encode() + b"\n")
     h.update(json.dumps(data, sort_keys=True, default=str).encode())
+    _cache(package_dir).save()
     return h.hexdigest()[:16]
 
 

@@ -9,6 +9,8 @@ or a reformat moves nothing.
 
 from __future__ import annotations
 
+import ast
+import hashlib
 import json
 import shutil
 import subprocess
@@ -164,3 +166,68 @@ def test_the_declaration_data_a_stage_reads_moves_it():
     noted = dataclasses.replace(spec, notes="new card prose")
     assert stage_version("dataset_info", noted) != stage_version("dataset_info", spec)
     assert stage_version("shards", noted) == stage_version("shards", spec)
+
+
+def _fresh_process_versions(package_dir: Path) -> dict[str, str]:
+    """versions() as a new process computes them: nothing remembered in memory."""
+    lineage._analysis.cache_clear()
+    lineage._cache.cache_clear()
+    return versions(package_dir)
+
+
+def test_the_analysis_cache_on_disk_holds_what_the_walk_finds(copy):
+    cache_file = copy / "__pycache__" / f"lineage.{sys.implementation.cache_tag}.json"
+    cache_file.unlink(missing_ok=True)
+    cold = _fresh_process_versions(copy)
+    entries = json.loads(cache_file.read_text(encoding="utf-8"))
+    modules = {
+        ".".join(("gui_assets", *p.relative_to(copy).with_suffix("").parts)).removesuffix(".__init__"): p
+        for p in copy.rglob("*.py")
+    }
+    assert len(entries) >= 30
+    for key, (digest, imports) in entries.items():
+        name = key.split(":", 1)[0]
+        path = modules[name]
+        walked = lineage.normalized_source(path)
+        assert digest == hashlib.sha256(walked.encode()).hexdigest(), name
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        assert set(imports) == lineage._runtime_imports(tree, name, path.name == "__init__.py"), name
+    # A later process reads it instead of walking, and gets the same versions.
+    assert _fresh_process_versions(copy) == cold
+    # What it reads is the file: an entry made wrong on purpose moves the assets that run it.
+    key = next(k for k in entries if k.startswith("gui_assets.writers.frames:"))
+    entries[key][0] = "0" * 64
+    cache_file.write_text(json.dumps(entries), encoding="utf-8")
+    try:
+        moved = {a for a, v in _fresh_process_versions(copy).items() if v != cold[a]}
+    finally:
+        cache_file.unlink()
+    assert moved == {f"{s.name}_shards" for s in SOURCES}
+
+
+def test_an_edit_is_walked_anew_whatever_the_cache_holds(copy):
+    """Entries are keyed by the module's bytes, not its mtime: an edit is never a hit."""
+    cold = _fresh_process_versions(copy)
+    path = copy / "cursor.py"
+    before = edited(path, path.read_text(encoding="utf-8") + "\n_LINEAGE_PROBE = 2\n")
+    try:
+        moved = {a for a, v in _fresh_process_versions(copy).items() if v != cold[a]}
+    finally:
+        path.write_text(before, encoding="utf-8")
+    assert "mind2web_shards" in moved
+    assert _fresh_process_versions(copy) == cold
+
+
+@pytest.mark.parametrize("damage", ["not json", "[1, 2]", '{"gui_assets.cursor:00": "x"}'])
+def test_a_damaged_or_unwritable_cache_is_ignored(copy, damage):
+    cold = _fresh_process_versions(copy)
+    pycache = copy / "__pycache__"
+    shutil.rmtree(pycache)
+    pycache.write_text(damage, encoding="utf-8")  # a file where the folder goes: nothing is written
+    try:
+        assert _fresh_process_versions(copy) == cold
+    finally:
+        pycache.unlink()
+    pycache.mkdir()
+    (pycache / f"lineage.{sys.implementation.cache_tag}.json").write_text(damage, encoding="utf-8")
+    assert _fresh_process_versions(copy) == cold
