@@ -113,3 +113,19 @@ def test_a_frame_sized_buffer_freed_at_the_heap_top_stays_for_the_next_one():
     if not applies:
         return  # not glibc
     assert faults < 40 * 100, faults  # trimmed each time, it would be about 40 x 1,024
+
+
+def test_loading_the_package_leaves_the_live_objects_out_of_the_collections_at_exit():
+    """The last atexit hook to run (registered first) sees the objects frozen, which it does not
+    when only Dagster is loaded; and what the process printed in between still arrives."""
+    probe = (
+        "import atexit, gc, sys\n"
+        "atexit.register(lambda: print('frozen at exit:', gc.get_freeze_count() > 0, flush=True))\n"
+        "import {module}\n"
+        "print('loaded', flush=True)\n"
+    )
+    for module, frozen in (("gui_assets", True), ("dagster", False)):
+        out = subprocess.run(
+            [sys.executable, "-c", probe.format(module=module)], capture_output=True, text=True, check=True
+        ).stdout
+        assert out.splitlines() == ["loaded", f"frozen at exit: {frozen}"], (module, out)
