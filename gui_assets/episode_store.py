@@ -17,12 +17,13 @@ import json
 import os
 import shutil
 import threading
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from gui_assets.atomic import TMP_MARK, atomic_write_bytes, atomic_write_text, sweep_temps
@@ -329,18 +330,37 @@ def _steps_from_rows(rows: list[dict[str, Any]]) -> list[GuiStep]:
     ]
 
 
-def _table_rows(path: Path, batch_size: int) -> Iterator[dict[str, Any]]:
-    for batch in pq.ParquetFile(path).iter_batches(batch_size=batch_size):
-        yield from batch.to_pylist()
+def _table_rows(path: Path, batch_size: int, only: Collection[str] | None = None) -> Iterator[dict[str, Any]]:
+    """The table's rows in stored order; with `only`, the rows of those episodes alone: row groups
+    without any are never read, and the other rows are dropped in Arrow before Python sees them."""
+    pf = pq.ParquetFile(path)
+    if only is None:
+        for batch in pf.iter_batches(batch_size=batch_size):
+            yield from batch.to_pylist()
+        return
+    wanted = pa.array(sorted(only), pa.string())
+
+    def holds(group: int) -> bool:
+        ids = pf.read_row_group(group, columns=["episode_id"]).column(0)
+        return bool(pc.any(pc.is_in(ids, value_set=wanted)).as_py())
+
+    groups = [g for g in range(pf.num_row_groups) if holds(g)]
+    if not groups:
+        return
+    for batch in pf.iter_batches(batch_size=batch_size, row_groups=groups):
+        yield from batch.filter(pc.is_in(batch.column("episode_id"), value_set=wanted)).to_pylist()
 
 
-def iter_episodes(directory: Path) -> Iterator[GuiEpisode]:
-    """Stream the partition's episodes in stored order; memory holds about one episode.
+def iter_episodes(directory: Path, only: Collection[str] | None = None) -> Iterator[GuiEpisode]:
+    """Stream the partition's episodes in stored order; memory holds about one episode. With
+    `only`, those episodes alone, at the cost of their rows: a shard unit reads its own share
+    of the IR, not the whole partition's once per unit (at 4,800 steps in seven units, 0.9 s of
+    rows read and dropped; at a 322,000-step partition, an hour).
 
     The episode table is read beside the step table, not indexed whole: EpisodeWriter writes
     both in the same episode order (an episode without steps has no step rows and is skipped).
     """
-    meta = _table_rows(directory / EPISODES_FILE, 256)
+    meta = _table_rows(directory / EPISODES_FILE, 256, only)
     pending: list[dict[str, Any]] = []
     current: str | None = None
 
@@ -357,7 +377,7 @@ def iter_episodes(directory: Path) -> Iterator[GuiEpisode]:
             attrs=json.loads(m["attrs"]),
         )
 
-    for row in _table_rows(directory / STEPS_FILE, 1024):
+    for row in _table_rows(directory / STEPS_FILE, 1024, only):
         if row["episode_id"] != current:
             if current is not None:
                 yield build(current, pending)

@@ -178,7 +178,7 @@ def write_unit(
     shutil.rmtree(staging, ignore_errors=True)
     shown = {e: ts for e, ts in plan.preview_steps.items() if e in wanted}
     writer = LiberoShardWriter(staging, directory, source, config, preview_steps=shown)
-    episodes = (ep for ep in iter_episodes(layout.episodes(directory)) if ep.episode_id in wanted)
+    episodes = iter_episodes(layout.episodes(directory), only=wanted)
     try:
         writer.write_episodes(episodes, ImageStore(layout.image_store), threads)
         pieces = writer.close()

@@ -65,3 +65,39 @@ def test_an_aborted_write_leaves_the_previous_ir(tmp_path):
     w2.abort()
     assert [e.episode_id for e in iter_episodes(tmp_path / "ir")] == ["old"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["img", "ir"]
+
+
+def test_a_selection_of_episodes_reads_only_the_row_groups_holding_them(tmp_path, monkeypatch):
+    """A shard unit asks for its own episodes: it gets exactly what a whole read would give for
+    them, in stored order, and row groups holding none of them are never decoded."""
+    import pyarrow.parquet as pq
+
+    from gui_assets import episode_store
+
+    monkeypatch.setattr(episode_store, "_ROW_GROUP_STEPS", 8)  # several row groups from a few episodes
+    store = ImageStore(tmp_path / "img")
+    w = EpisodeWriter(tmp_path / "ir")
+    for i in range(12):
+        w.add(make_episode(store, f"e{i:02d}", 3 + i % 4))
+    w.close(BuildStats(episodes_in=12))
+    groups = pq.ParquetFile(tmp_path / "ir" / "steps.parquet").num_row_groups
+    assert groups >= 6
+    whole = list(iter_episodes(tmp_path / "ir"))
+
+    steps_read: list[list[int]] = []  # the row groups each read of the step table decodes
+    real = pq.ParquetFile.iter_batches
+
+    def spy(self, *args, **kwargs):
+        if "step_index" in self.schema_arrow.names:
+            steps_read.append(list(kwargs.get("row_groups") or range(self.num_row_groups)))
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(pq.ParquetFile, "iter_batches", spy)
+    for wanted in ({"e03"}, {"e01", "e07", "e11"}, {"e05", "e06"}, set(), {"nope"}):
+        steps_read.clear()
+        got = list(iter_episodes(tmp_path / "ir", only=wanted))
+        assert got == [e for e in whole if e.episode_id in wanted], wanted
+        decoded = [g for call in steps_read for g in call]
+        # an episode of 3-6 steps lies in one or two groups of 8 rows; none of the others is read
+        assert len(decoded) <= 2 * len(wanted), (wanted, decoded)
+    assert list(iter_episodes(tmp_path / "ir", only={e.episode_id for e in whole})) == whole
