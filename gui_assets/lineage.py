@@ -149,7 +149,7 @@ def _stamp(path: Path) -> tuple[int, int]:
 class _AnalysisCache:
     """What the AST walk found in a module (its normalized digest and its runtime imports), kept
     on disk beside the bytecode by the sha256 of the module's bytes, its name and the Python
-    version (the AST's form is the interpreter's): about a second of every process start
+    version (the AST's form is the interpreter's): about half a second of every process start
     otherwise, for the same answers. The cache is only ever a shortcut: a file it cannot read or
     write is ignored, and bytes it has not seen are walked as before."""
 
