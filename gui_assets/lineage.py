@@ -178,12 +178,15 @@ class _AnalysisCache:
         return digest, imports
 
     def save(self) -> None:
-        """Write what this process used (entries of older bytes drop out); atomically, so a
-        concurrent process reads the old file or the new one."""
+        """Write the entries this process used, and those of modules it did not look at (a
+        process that walks a few modules keeps the others' for the next); other bytes of a
+        module it did look at drop out. Atomically, so a concurrent process reads the old file
+        or the new one."""
         if not self.dirty:
             return
         self.dirty = False
-        keep = {k: v for k, v in self.entries.items() if k in self.used}
+        looked = {k.split(":", 1)[0] for k in self.used}
+        keep = {k: v for k, v in self.entries.items() if k in self.used or k.split(":", 1)[0] not in looked}
         tmp = self.path.with_name(f"{self.path.name}.tmp-{os.getpid()}")
         try:
             self.path.parent.mkdir(exist_ok=True)

@@ -231,3 +231,25 @@ def test_a_damaged_or_unwritable_cache_is_ignored(copy, damage):
     pycache.mkdir()
     (pycache / f"lineage.{sys.implementation.cache_tag}.json").write_text(damage, encoding="utf-8")
     assert _fresh_process_versions(copy) == cold
+
+
+def test_a_process_that_walks_a_few_modules_keeps_the_others_entries(copy):
+    cache_file = copy / "__pycache__" / f"lineage.{sys.implementation.cache_tag}.json"
+    cache_file.unlink(missing_ok=True)
+    _fresh_process_versions(copy)
+    everything = json.loads(cache_file.read_text(encoding="utf-8"))
+    path = copy / "cursor.py"
+    before = edited(path, path.read_text(encoding="utf-8") + "\n_LINEAGE_PROBE = 3\n")
+    try:
+        lineage._analysis.cache_clear()
+        lineage._cache.cache_clear()
+        stage_version("shards", SOURCES[0], copy)  # walks the shard stage's modules only
+    finally:
+        path.write_text(before, encoding="utf-8")
+    after = json.loads(cache_file.read_text(encoding="utf-8"))
+    old_cursor = {k for k in everything if k.startswith("gui_assets.cursor:")}
+    new_cursor = {k for k in after if k.startswith("gui_assets.cursor:")}
+    assert len(old_cursor) == len(new_cursor) == 1 and old_cursor != new_cursor  # the edit replaced it
+    untouched = {k for k in everything if k.startswith("gui_assets.adapters.agentnet:")}
+    assert untouched and untouched <= set(after)  # not in the shard stage: kept for the next process
+    cache_file.unlink()
