@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from gui_assets.atomic import atomic_write_text
 from gui_assets.source_spec import SourceSpec
 from gui_assets.version import GUI_ASSETS_VERSION
 
@@ -59,12 +60,8 @@ def _strip_docstrings(tree: ast.AST) -> ast.AST:
     return tree
 
 
-def normalized_source(path: Path) -> str:
-    """The module as its AST without docstrings: blind to comments and formatting."""
-    return _normalized(ast.parse(path.read_text(encoding="utf-8"), filename=str(path)))
-
-
-def _normalized(tree: ast.AST) -> str:
+def normalized_source(tree: ast.AST) -> str:
+    """A module's AST without docstrings, dumped: blind to comments and formatting."""
     return ast.dump(_strip_docstrings(tree), annotate_fields=False, include_attributes=False)
 
 
@@ -172,7 +169,7 @@ class _AnalysisCache:
             return hit[0], frozenset(hit[1])
         tree = ast.parse(source.decode("utf-8"), filename=str(path))
         imports = frozenset(_runtime_imports(tree, name, path.name == "__init__.py"))
-        digest = hashlib.sha256(_normalized(tree).encode()).hexdigest()
+        digest = hashlib.sha256(normalized_source(tree).encode()).hexdigest()
         self.entries[key] = [digest, sorted(imports)]
         self.dirty = True
         return digest, imports
@@ -187,14 +184,8 @@ class _AnalysisCache:
         self.dirty = False
         looked = {k.split(":", 1)[0] for k in self.used}
         keep = {k: v for k, v in self.entries.items() if k in self.used or k.split(":", 1)[0] not in looked}
-        tmp = self.path.with_name(f"{self.path.name}.tmp-{os.getpid()}")
-        try:
-            self.path.parent.mkdir(exist_ok=True)
-            tmp.write_text(json.dumps(keep, sort_keys=True), encoding="utf-8")
-            os.replace(tmp, self.path)
-        except OSError:  # a read-only install: the walk runs in each process, as without a cache
-            with contextlib.suppress(OSError):
-                tmp.unlink()
+        with contextlib.suppress(OSError):  # a read-only install: each process walks, as before
+            atomic_write_text(self.path, json.dumps(keep, sort_keys=True))
 
 
 @functools.cache

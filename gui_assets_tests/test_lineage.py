@@ -168,6 +168,10 @@ def test_the_declaration_data_a_stage_reads_moves_it():
     assert stage_version("shards", noted) == stage_version("shards", spec)
 
 
+def _cache_file(package_dir: Path) -> Path:
+    return lineage._AnalysisCache(package_dir).path
+
+
 def _fresh_process_versions(package_dir: Path) -> dict[str, str]:
     """versions() as a new process computes them: nothing remembered in memory."""
     lineage._analysis.cache_clear()
@@ -176,7 +180,7 @@ def _fresh_process_versions(package_dir: Path) -> dict[str, str]:
 
 
 def test_the_analysis_cache_on_disk_holds_what_the_walk_finds(copy):
-    cache_file = copy / "__pycache__" / f"lineage.{sys.implementation.cache_tag}.json"
+    cache_file = _cache_file(copy)
     cache_file.unlink(missing_ok=True)
     cold = _fresh_process_versions(copy)
     entries = json.loads(cache_file.read_text(encoding="utf-8"))
@@ -188,9 +192,8 @@ def test_the_analysis_cache_on_disk_holds_what_the_walk_finds(copy):
     for key, (digest, imports) in entries.items():
         name = key.split(":", 1)[0]
         path = modules[name]
-        walked = lineage.normalized_source(path)
-        assert digest == hashlib.sha256(walked.encode()).hexdigest(), name
         tree = ast.parse(path.read_text(encoding="utf-8"))
+        assert digest == hashlib.sha256(lineage.normalized_source(tree).encode()).hexdigest(), name
         assert set(imports) == lineage._runtime_imports(tree, name, path.name == "__init__.py"), name
     # A later process reads it instead of walking, and gets the same versions.
     assert _fresh_process_versions(copy) == cold
@@ -229,12 +232,12 @@ def test_a_damaged_or_unwritable_cache_is_ignored(copy, damage):
     finally:
         pycache.unlink()
     pycache.mkdir()
-    (pycache / f"lineage.{sys.implementation.cache_tag}.json").write_text(damage, encoding="utf-8")
+    _cache_file(copy).write_text(damage, encoding="utf-8")
     assert _fresh_process_versions(copy) == cold
 
 
 def test_a_process_that_walks_a_few_modules_keeps_the_others_entries(copy):
-    cache_file = copy / "__pycache__" / f"lineage.{sys.implementation.cache_tag}.json"
+    cache_file = _cache_file(copy)
     cache_file.unlink(missing_ok=True)
     _fresh_process_versions(copy)
     everything = json.loads(cache_file.read_text(encoding="utf-8"))
