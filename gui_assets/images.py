@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import io
 import struct
+import threading
 import warnings
 import zlib
 from collections.abc import Iterator
@@ -19,6 +20,12 @@ try:  # libspng through imagecodecs: about 2x Pillow's PNG decode, and it releas
     from imagecodecs import spng_decode as _spng_decode
 except ImportError:  # pragma: no cover - the Pillow path below decodes the same pixels
     _spng_decode = None
+
+try:  # Wuffs (the `fast` extra): half libspng's time, whose zlib inflates 5x slower; GIL released
+    from pywuffs import ImageDecoderType, PixelFormat
+    from pywuffs.aux import ImageDecoder, ImageDecoderConfig
+except ImportError:  # a machine without a C++ compiler to build it: libspng decodes the same pixels
+    ImageDecoder = None
 
 try:  # ISA-L's CRC-32 (carry-less multiply): about 4x zlib's here, and every PNG chunk is checked
     from isal.isal_zlib import crc32 as _crc32
@@ -237,17 +244,60 @@ def _top_rows_png(data: bytes, layout: PngLayout, rows: int) -> bytes:
     )
 
 
+# Wuffs inflates the whole image into a work buffer before unfiltering it into the pixels, so it
+# holds about twice what libspng's row-by-row decode does (measured peaks: 7.2 bytes a pixel for
+# RGB, 9.3 for RGBA before the alpha is cut off). Screenshots are far below this limit; a
+# full-page capture above it (Mind2Web's reach 85k px tall) streams through libspng instead.
+WUFFS_MAX_PIXELS = 16_000_000
+_WUFFS_BYTES_PER_PIXEL = {2: 8, 6: 13}
+
+_wuffs_decoders = threading.local()  # a Wuffs decoder is not thread-safe; one per thread and format
+
+
+def _wuffs_takes(data: bytes, layout: PngLayout, rows: int) -> bool:
+    """RGB without tRNS and RGBA only: given a tRNS colour or asked for RGB from RGBA, Wuffs
+    composites the alpha onto black, where our pixels are the stored colours with alpha dropped."""
+    if ImageDecoder is None or not layout.idat or layout.width * min(rows, layout.height) > WUFFS_MAX_PIXELS:
+        return False
+    return layout.colour == 6 or b"tRNS" not in data[: layout.idat[0][0]]  # tRNS comes before IDAT
+
+
+def _wuffs_decode(data: bytes, colour: int) -> np.ndarray | None:
+    """(H, W, 3) pixels, or None where Wuffs reports an error (the caller's slower decoders then
+    name it, so a damaged image is refused with the same message either way)."""
+    decoders = _wuffs_decoders.__dict__
+    decoder = decoders.get(colour)
+    if decoder is None:
+        config = ImageDecoderConfig()
+        config.enabled_decoders = [ImageDecoderType.PNG]
+        config.pixel_format = PixelFormat.RGBA_NONPREMUL if colour == 6 else PixelFormat.RGB
+        decoder = decoders[colour] = ImageDecoder(config)
+    try:
+        result = decoder.decode(data)
+    except Exception:  # the binding's own failures (e.g. out of memory) are refusals too
+        return None
+    if result.error_message:
+        return None
+    pixels = result.pixbuf
+    return pixels if colour != 6 else np.ascontiguousarray(pixels[..., :3])
+
+
 def decode_cost(data: bytes, width: int, height: int, rows: int) -> int:
     """Bytes decode_rgb(data, rows) holds at its peak, known from the header alone. An 8-bit
-    RGB(A) PNG is inflated down to `rows` only, into one RGB(A) buffer. Anything else (a JPEG, a
-    palette or 16-bit PNG) Pillow decodes whole: the source mode's buffer, Pillow's 4-byte RGB
-    and the array copied out of it, about 8 bytes a pixel; a budget must be asked for all of it."""
+    RGB(A) PNG is inflated down to `rows` only: by Wuffs, with its work buffer, or for a page
+    above WUFFS_MAX_PIXELS by libspng into one RGB(A) buffer. Anything else (a JPEG, a palette or
+    16-bit PNG) Pillow decodes whole: the source mode's buffer, Pillow's 4-byte RGB and the
+    array copied out of it, about 8 bytes a pixel; a budget must be asked for all of it."""
     if data.startswith(b"\x89PNG\r\n\x1a\n") and _spng_decode is not None:
         try:
-            if png_layout(data).simple:
-                return 4 * width * min(rows, height)
+            layout = png_layout(data)
         except ImageError:
-            pass
+            return 8 * width * height
+        if layout.simple:
+            decoded = width * min(rows, height)
+            if _wuffs_takes(data, layout, rows):
+                return _WUFFS_BYTES_PER_PIXEL[layout.colour] * decoded
+            return 4 * decoded
     return 8 * width * height
 
 
@@ -256,12 +306,16 @@ def decode_rgb(data: bytes, rows: int | None = None) -> np.ndarray:
     tall page viewed near its top). Raises ImageError on bytes that will not decode."""
     layout = png_layout(data) if data.startswith(b"\x89PNG\r\n\x1a\n") else None
     if layout is not None and layout.simple and _spng_decode is not None:
-        if rows is not None and rows < layout.height:
-            data = _top_rows_png(data, layout, rows)
-        try:
-            arr = _spng_decode(data)
-        except Exception:
-            arr = None
+        wanted = layout.height if rows is None else min(rows, layout.height)
+        wuffs = _wuffs_takes(data, layout, wanted)
+        if wanted < layout.height:
+            data = _top_rows_png(data, layout, wanted)
+        arr = _wuffs_decode(data, layout.colour) if wuffs else None
+        if arr is None:
+            try:
+                arr = _spng_decode(data)
+            except Exception:
+                arr = None
         if arr is not None and arr.dtype == np.uint8 and arr.ndim == 3 and arr.shape[2] in (3, 4):
             return arr if arr.shape[2] == 3 else np.ascontiguousarray(arr[..., :3])
     try:

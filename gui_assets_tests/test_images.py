@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from gui_assets import images
 from gui_assets.images import ImageError, decode_cost, decode_rgb, inspect
 from gui_assets_tests.conftest import page_bytes
 from gui_assets_tests.fuzz_damage import blank_png, forged_jpeg
@@ -48,9 +49,12 @@ def test_pages_beyond_pillows_default_pixel_limit_are_not_dropped(monkeypatch):
     assert Image.MAX_IMAGE_PIXELS == 1000  # restored after each read
 
 
-def test_the_decode_cost_is_the_rows_an_rgb_png_inflates_and_the_whole_of_anything_else():
+def test_the_decode_cost_is_the_rows_an_rgb_png_inflates_and_the_whole_of_anything_else(monkeypatch):
     tall = page_bytes(1280, 3000, seed=1)
-    assert decode_cost(tall, 1280, 3000, 1080) == 4 * 1280 * 1080  # only the rows a view needs
+    per_pixel = 8 if images.ImageDecoder is not None else 4  # Wuffs' work buffer, or libspng's rows
+    assert decode_cost(tall, 1280, 3000, 1080) == per_pixel * 1280 * 1080  # only the rows a view needs
+    assert decode_cost(tall, 1280, 3000, 9000) == per_pixel * 1280 * 3000
+    monkeypatch.setattr(images, "WUFFS_MAX_PIXELS", 1280 * 2000)  # a page too big for Wuffs' buffers
     assert decode_cost(tall, 1280, 3000, 9000) == 4 * 1280 * 3000
     assert decode_cost(blank_png(400, 300), 400, 300, 10) == 8 * 400 * 300  # palette: Pillow, whole
     assert decode_cost(forged_jpeg(6000, 30000), 6000, 30000, 1080) == 8 * 6000 * 30000
@@ -133,3 +137,89 @@ def test_png_damage_is_named(edit, detail):
         inspect(edit(page_bytes(300, 200)))
     assert e.value.reason.value == "undecodable_image"
     assert detail in str(e.value)
+
+
+def _png(pixels, **save) -> bytes:
+    import io
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.fromarray(pixels).save(buf, "PNG", **save)
+    return buf.getvalue()
+
+
+def _pillow_rgb(data: bytes):
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    with Image.open(io.BytesIO(data)) as im:
+        return np.asarray(im.convert("RGB"))
+
+
+def _kinds_of_png() -> dict[str, bytes]:
+    """Every PNG kind decode_rgb routes differently, each with pixels a wrong decode would change."""
+    from pathlib import Path
+
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    rgb = rng.integers(0, 256, (61, 83, 3), dtype=np.uint8)
+    rgba = np.dstack([rgb, rng.integers(0, 256, (61, 83, 1), dtype=np.uint8)])  # every alpha value
+    keyed = rgb.copy()
+    keyed[:5] = (10, 20, 30)
+    return {
+        "real agentnet screenshot": (
+            Path(__file__).parent / "samples/agentnet/cot_example/10.png"
+        ).read_bytes(),
+        "rendered page": page_bytes(640, 480, seed=3),
+        "rgb": _png(rgb),
+        "rgba, alpha dropped and never composited": _png(rgba),
+        "rgb with a tRNS colour": _png(keyed, transparency=(10, 20, 30)),
+        "rgb, optimised filters": _png(rgb, optimize=True),
+        "grey, 16-bit": _png(rgb[..., 0].astype(np.uint16) * 257),
+        "grey": _png(rgb[..., 0]),
+        "palette": blank_png(40, 30),
+    }
+
+
+@pytest.mark.parametrize("kind", list(_kinds_of_png()))
+def test_every_decoder_path_gives_pillows_pixels(kind):
+    """Wuffs, libspng and Pillow must agree to the byte: which decoder ran never shows in a shard."""
+    import numpy as np
+
+    data = _kinds_of_png()[kind]
+    want = _pillow_rgb(data)
+    np.testing.assert_array_equal(decode_rgb(data), want)
+    np.testing.assert_array_equal(decode_rgb(data, 7), want[:7])  # a view's top rows only
+
+
+@pytest.mark.skipif(images.ImageDecoder is None, reason="the `fast` extra (pywuffs) is not installed")
+def test_screenshots_decode_through_wuffs_and_the_rest_through_libspng(monkeypatch):
+    calls: list[str] = []
+    real_wuffs, real_spng = images._wuffs_decode, images._spng_decode
+    monkeypatch.setattr(images, "_wuffs_decode", lambda *a: calls.append("wuffs") or real_wuffs(*a))
+    monkeypatch.setattr(images, "_spng_decode", lambda *a: calls.append("spng") or real_spng(*a))
+    kinds = _kinds_of_png()
+    for kind in ("real agentnet screenshot", "rendered page", "rgba, alpha dropped and never composited"):
+        calls.clear()
+        decode_rgb(kinds[kind])
+        assert calls == ["wuffs"], kind
+    calls.clear()
+    decode_rgb(kinds["rgb with a tRNS colour"])  # Wuffs would blacken the keyed colour
+    assert calls == ["spng"]
+    calls.clear()
+    monkeypatch.setattr(images, "WUFFS_MAX_PIXELS", 100)  # a page whose work buffer is too big
+    decode_rgb(kinds["rendered page"])
+    assert calls == ["spng"]
+
+
+@pytest.mark.parametrize("cut", [0.5, 0.9])
+def test_a_damaged_png_is_refused_by_name_whichever_decoder_tries_first(cut):
+    data = page_bytes(320, 240, seed=5)
+    idat_end = data.rindex(b"IEND") - 4
+    with pytest.raises(ImageError) as e:
+        decode_rgb(data[: int(idat_end * cut)] + data[idat_end:])  # pixel data cut short
+    assert e.value.reason.value == "undecodable_image"
