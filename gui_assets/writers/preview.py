@@ -130,6 +130,10 @@ def _draw(f: h5py.File, missing: list[tuple[str, int]], threads: int) -> dict[tu
     return drawn
 
 
+# A demo's per-step arrays the rows take values from; each is a few bytes a step.
+_DEMO_ARRAYS = ("action_type", "action_params", "action_mask", "action_text", "action_desc")
+
+
 def _directory_rows(
     out: Path, info: DatasetInfo, picks: list[Pick], threads: int, counts: dict[str, int]
 ) -> Iterator[dict[str, Any]]:
@@ -148,27 +152,28 @@ def _directory_rows(
             counts["cached"] += len(wanted) - len(missing)
             counts["drawn"] += len(missing)
             streamed = 0
-            demo: tuple[str, Any, dict[str, Any], dict[str, Any]] | None = None
+            demo: tuple[str, dict[str, Any], dict[str, Any]] | None = None
             for (name, t), (frame, eye) in cache.stream(entry.sha256, set(wanted)):
-                if demo is None or demo[0] != name:
+                if demo is None or demo[0] != name:  # a demo's arrays and attributes, read once
                     d = f["data"][name]
-                    small = {k: d[k][:] for k in ("action_type", "action_params", "action_mask")}
-                    demo = (name, d, small, {k: d[k] for k in ("action_text", "action_desc")})
-                _, d, small, texts = demo
+                    arrays = {k: d[k][:] for k in _DEMO_ARRAYS}
+                    attrs = {k: d.attrs[k] for k in ("episode_id", "num_samples", "language_instruction")}
+                    demo = (name, arrays, attrs)
+                _, arrays, attrs = demo
                 streamed += 1
                 yield {
                     "frame": {"bytes": frame, "path": None},
                     "eye_in_hand": {"bytes": eye, "path": None},
                     "directory": info.directory,
-                    "episode_id": _text(d.attrs["episode_id"]),
+                    "episode_id": _text(attrs["episode_id"]),
                     "step": t,
-                    "num_steps": int(d.attrs["num_samples"]),
-                    "instruction": _text(d.attrs["language_instruction"]),
-                    "action_type": ACTION_TYPE_NAMES[int(small["action_type"][t])],
-                    "action_params": [float(v) for v in small["action_params"][t]],
-                    "action_mask": [float(v) for v in small["action_mask"][t]],
-                    "action_text": _text(texts["action_text"][t]),
-                    "action_desc": _text(texts["action_desc"][t]),
+                    "num_steps": int(attrs["num_samples"]),
+                    "instruction": _text(attrs["language_instruction"]),
+                    "action_type": ACTION_TYPE_NAMES[int(arrays["action_type"][t])],
+                    "action_params": [float(v) for v in arrays["action_params"][t]],
+                    "action_mask": [float(v) for v in arrays["action_mask"][t]],
+                    "action_text": _text(arrays["action_text"][t]),
+                    "action_desc": _text(arrays["action_desc"][t]),
                 }
             if streamed != len(wanted):
                 raise RuntimeError(

@@ -157,9 +157,14 @@ class PictureCache:
         cached = pq.ParquetFile(self.path(sha256), pre_buffer=False, buffer_size=1 << 20)
         for batch in cached.iter_batches(batch_size=_READ_ROWS):
             keys = zip(batch.column("demo").to_pylist(), batch.column("step").to_pylist(), strict=True)
-            for i, key in enumerate(keys):
-                if key in wanted:
-                    yield key, (batch.column("frame")[i].as_py(), batch.column("eye")[i].as_py())
+            hits = [(i, key) for i, key in enumerate(keys) if key in wanted]
+            if not hits:
+                continue
+            rows = pa.array([i for i, _ in hits], pa.int32())  # one take per column, not a scalar per cell
+            frames = batch.column("frame").take(rows).to_pylist()
+            eyes = batch.column("eye").take(rows).to_pylist()
+            for (_, key), frame, eye in zip(hits, frames, eyes, strict=True):
+                yield key, (frame, eye)
 
     def add(self, sha256: str, rows: dict[tuple[str, int], StepPictures]) -> None:
         """Merge pictures into the shard's cache file (rewritten atomically)."""
