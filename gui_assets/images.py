@@ -263,8 +263,9 @@ def _wuffs_takes(data: bytes, layout: PngLayout, rows: int) -> bool:
 
 
 def _wuffs_decode(data: bytes, colour: int) -> np.ndarray | None:
-    """(H, W, 3) pixels, or None where Wuffs reports an error (the caller's slower decoders then
-    name it, so a damaged image is refused with the same message either way)."""
+    """(H, W, 3) pixels, (H, W, 4) for RGBA as stored, or None where Wuffs reports an error (the
+    caller's slower decoders then name it, so a damaged image is refused with the same message
+    either way)."""
     decoders = _wuffs_decoders.__dict__
     decoder = decoders.get(colour)
     if decoder is None:
@@ -276,10 +277,7 @@ def _wuffs_decode(data: bytes, colour: int) -> np.ndarray | None:
         result = decoder.decode(data)
     except Exception:  # the binding's own failures (e.g. out of memory) are refusals too
         return None
-    if result.error_message:
-        return None
-    pixels = result.pixbuf
-    return pixels if colour != 6 else np.ascontiguousarray(pixels[..., :3])
+    return None if result.error_message else result.pixbuf
 
 
 def decode_cost(data: bytes, width: int, height: int, rows: int) -> int:
@@ -317,7 +315,7 @@ def decode_rgb(data: bytes, rows: int | None = None) -> np.ndarray:
             except Exception:
                 arr = None
         if arr is not None and arr.dtype == np.uint8 and arr.ndim == 3 and arr.shape[2] in (3, 4):
-            return arr if arr.shape[2] == 3 else np.ascontiguousarray(arr[..., :3])
+            return arr if arr.shape[2] == 3 else np.ascontiguousarray(arr[..., :3])  # alpha dropped
     try:
         with _our_pixel_limit(), Image.open(io.BytesIO(data)) as im:
             im.load()
