@@ -330,12 +330,15 @@ def _steps_from_rows(rows: list[dict[str, Any]]) -> list[GuiStep]:
     ]
 
 
-def _table_rows(path: Path, batch_size: int, only: Collection[str] | None = None) -> Iterator[dict[str, Any]]:
-    """The table's rows in stored order; with `only`, the rows of those episodes alone: row groups
-    without any are never read, and the other rows are dropped in Arrow before Python sees them."""
+def table_rows(
+    path: Path, batch_size: int, only: Collection[str] | None = None, columns: list[str] | None = None
+) -> Iterator[dict[str, Any]]:
+    """An IR table's rows (`columns` of them, or all) in stored order; with `only`, the rows of
+    those episodes alone: row groups without any are never read, and the other rows are dropped
+    in Arrow before Python sees them (`columns` then has to name `episode_id`)."""
     pf = pq.ParquetFile(path)
     if only is None:
-        for batch in pf.iter_batches(batch_size=batch_size):
+        for batch in pf.iter_batches(batch_size=batch_size, columns=columns):
             yield from batch.to_pylist()
         return
     wanted = pa.array(sorted(only), pa.string())
@@ -347,7 +350,7 @@ def _table_rows(path: Path, batch_size: int, only: Collection[str] | None = None
     groups = [g for g in range(pf.num_row_groups) if holds(g)]
     if not groups:
         return
-    for batch in pf.iter_batches(batch_size=batch_size, row_groups=groups):
+    for batch in pf.iter_batches(batch_size=batch_size, row_groups=groups, columns=columns):
         yield from batch.filter(pc.is_in(batch.column("episode_id"), value_set=wanted)).to_pylist()
 
 
@@ -360,7 +363,7 @@ def iter_episodes(directory: Path, only: Collection[str] | None = None) -> Itera
     The episode table is read beside the step table, not indexed whole: EpisodeWriter writes
     both in the same episode order (an episode without steps has no step rows and is skipped).
     """
-    meta = _table_rows(directory / EPISODES_FILE, 256, only)
+    meta = table_rows(directory / EPISODES_FILE, 256, only)
     pending: list[dict[str, Any]] = []
     current: str | None = None
 
@@ -377,7 +380,7 @@ def iter_episodes(directory: Path, only: Collection[str] | None = None) -> Itera
             attrs=json.loads(m["attrs"]),
         )
 
-    for row in _table_rows(directory / STEPS_FILE, 1024, only):
+    for row in table_rows(directory / STEPS_FILE, 1024, only):
         if row["episode_id"] != current:
             if current is not None:
                 yield build(current, pending)

@@ -26,8 +26,6 @@ from typing import Any
 
 import h5py
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from PIL import Image
 
@@ -38,6 +36,7 @@ from gui_assets.episode_store import (
     STEPS_FILE,
     ImageStore,
     observation_of,
+    table_rows,
 )
 from gui_assets.images import ImageError, decode_rgb, window_pixels
 from gui_assets.ir import (
@@ -110,14 +109,11 @@ def _ir_lengths(ir_dir: Path) -> dict[str, int]:
 def _ir_windows(ir_dir: Path, wanted: set[tuple[str, int]]) -> dict[tuple[str, int], Observation]:
     """The IR observations of the wanted (episode id, step) pairs, streamed a batch at a time."""
     cols = ["episode_id", "step_index", *OBSERVATION_COLUMNS]
-    ids = pa.array(sorted({e for e, _ in wanted}), pa.string())
     found: dict[tuple[str, int], Observation] = {}
-    for batch in pq.ParquetFile(ir_dir / STEPS_FILE).iter_batches(batch_size=4096, columns=cols):
-        hits = batch.filter(pc.is_in(batch.column(0), value_set=ids))
-        for r in hits.to_pylist():
-            key = (r["episode_id"], r["step_index"])
-            if key in wanted:
-                found[key] = observation_of(r)
+    for r in table_rows(ir_dir / STEPS_FILE, 4096, {e for e, _ in wanted}, cols):
+        key = (r["episode_id"], r["step_index"])
+        if key in wanted:
+            found[key] = observation_of(r)
     return found
 
 
