@@ -6,7 +6,9 @@
                     units are independent, so Dagster runs them as separate steps (processes on
                     one machine, Celery or Kubernetes workers across machines)
     publish_shards  every unit's pieces -> <out>/<dir>/<dir>_NNNN.hdf5 (and _val_), numbered in
-                    plan order, stale shards removed -> ShardManifest (_work/<dir>/shards.json)
+                    plan order, stale shards removed -> ShardManifest (_work/<dir>/shards.json);
+                    the pieces are hashed here, all at once on every core, not one by one at the
+                    end of each unit, where the hash would hold up a unit on one core
 
 The plan depends only on the data and the config, never on the executor, so a single-process
 build and a distributed one write the same shards. A unit's writer still rolls at the cap, so
@@ -27,7 +29,7 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 
-from gui_assets.atomic import atomic_write_text, sha256_file, sweep_temps, temp_path
+from gui_assets.atomic import atomic_write_text, sha256_file, sha256_files, sweep_temps, temp_path
 from gui_assets.config import BuildConfig, frame_deflater
 from gui_assets.cursor import EYE_SIZE
 from gui_assets.episode_store import STEPS_FILE, ImageStore, iter_episodes, read_episode_table
@@ -215,20 +217,22 @@ def publish_shards(layout: OutLayout, directory: str) -> ShardManifest:
         raise EmptyPartitionError(
             f"{directory}: no episode could be written to a shard (drops {dict(stats.drops)})"
         )
+    hashes = _hash_pieces(layout, directory, results)
     entries: dict[str, list[ShardEntry]] = {MAIN: [], VAL: []}
     pictures = PictureCache(frames_dir(layout.work(directory)))
     for r in results:
         for piece in r.pieces:
             final = shard_name(directory, len(entries[r.part]), r.part == VAL)
-            entry = ShardEntry(final, piece.demos, piece.steps, piece.bytes, piece.sha256, piece.frame_hw)
+            sha = hashes[r.unit, piece.file]
+            entry = ShardEntry(final, piece.demos, piece.steps, piece.bytes, sha, piece.frame_hw)
             entries[r.part].append(entry)
             src, dst = unit_dir(layout, directory, r.unit) / piece.file, out_dir / final
             drawn = picture_file(src)
             if drawn.is_file():  # the preview's pictures of this shard, kept by its content
-                pictures.put_file(piece.sha256, drawn)
+                pictures.put_file(sha, drawn)
             if src.is_file():
                 os.replace(src, dst)
-            elif not (dst.is_file() and sha256_file(dst) == entry.sha256):  # moved by an interrupted publish
+            elif not (dst.is_file() and sha256_file(dst) == sha):  # moved by an interrupted publish
                 raise PublishError(f"{directory}: {src} is missing; rerun the shards step")
     _prune(out_dir, directory, {e.file for es in entries.values() for e in es})
     pictures.keep_only({e.sha256 for es in entries.values() for e in es})
@@ -236,6 +240,23 @@ def publish_shards(layout: OutLayout, directory: str) -> ShardManifest:
     atomic_write_text(layout.shard_manifest(directory), json.dumps(manifest.to_dict(), indent=2) + "\n")
     shutil.rmtree(layout.work(directory) / UNITS_DIR, ignore_errors=True)
     return manifest
+
+
+def _hash_pieces(layout: OutLayout, directory: str, results: list[UnitResult]) -> dict[tuple[str, str], str]:
+    """(unit, piece file) -> sha256 of every piece. Pieces not hashed yet are hashed together on
+    every core, and their units' unit.json record the hashes before any piece moves: a publish
+    killed after moving some pieces can then still verify, on a rerun, what it had moved."""
+    todo = [(r, p) for r in results for p in r.pieces if p.sha256 is None]
+    paths = [unit_dir(layout, directory, r.unit) / p.file for r, p in todo]
+    for path in paths:
+        if not path.is_file():
+            raise PublishError(f"{directory}: {path} is missing and was never hashed; rerun the shards step")
+    for (_, piece), sha in zip(todo, sha256_files(paths), strict=True):
+        piece.sha256 = sha
+    for r in {r.unit: r for r, _ in todo}.values():
+        record = unit_dir(layout, directory, r.unit) / UNIT_FILE
+        atomic_write_text(record, json.dumps(r.to_dict(), indent=1) + "\n")
+    return {(r.unit, p.file): p.sha256 for r in results for p in r.pieces if p.sha256 is not None}
 
 
 def _prune(out_dir: Path, directory: str, keep: set[str]) -> None:

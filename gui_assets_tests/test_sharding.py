@@ -3,13 +3,17 @@ failed or killed build leaves the previous shards as they were."""
 
 from __future__ import annotations
 
+import json
+import os
+
 import pytest
 
 from gui_assets import sharding
+from gui_assets.atomic import sha256_file
 from gui_assets.config import BuildConfig
 from gui_assets.layout import OutLayout
 from gui_assets.pipeline import RawSettings, assign_splits, build_episodes, fetch_raw
-from gui_assets.shard_records import PublishError, ShardManifest
+from gui_assets.shard_records import PublishError, ShardManifest, UnitResult
 from gui_assets.sources import MIND2WEB
 from gui_assets.stages.split import read_splits
 
@@ -82,3 +86,73 @@ def test_the_eye_in_hand_counts_are_kept_once_in_the_statistics(prepared):
         "denominator": stats.pointer_steps,
     }
     assert stats.target_inside_eye_in_hand_rate == round(stats.target_inside_eye / stats.pointer_steps, 6)
+
+
+def write_units(layout: OutLayout, cap: int) -> list[UnitResult]:
+    config = BuildConfig(shard_cap_bytes=cap)
+    return [sharding.write_unit(layout, DIR, "mind2web", config, u.name) for u in plan(layout, cap).units]
+
+
+def recorded(layout: OutLayout) -> dict[str, list[str | None]]:
+    units = sorted((layout.work(DIR) / sharding.UNITS_DIR).glob(f"*/{sharding.UNIT_FILE}"))
+    return {u.parent.name: [p["sha256"] for p in json.loads(u.read_text())["pieces"]] for u in units}
+
+
+def test_publish_hashes_the_pieces_and_the_hashes_are_the_files(prepared):
+    results = write_units(prepared, 1_000_000)
+    assert all(p.sha256 is None for r in results for p in r.pieces)  # units leave hashing to publish
+    manifest = sharding.publish_shards(prepared, DIR)
+    assert len(manifest.shards) >= 2
+    for entry in manifest.shards:
+        assert entry.sha256 == sha256_file(prepared.directory(DIR) / entry.file)
+
+
+def test_a_publish_killed_after_moving_a_piece_is_verified_by_the_rerun(prepared, monkeypatch):
+    write_units(prepared, 1_000_000)
+    moved = []
+
+    def killed_after_the_first_move(src: os.PathLike, dst: os.PathLike) -> None:
+        if str(dst).endswith(".hdf5"):  # the pieces' moves; unit.json's own atomic write goes on
+            if moved:
+                raise KeyboardInterrupt  # stands in for the SIGKILL: nothing after it runs
+            moved.append(dst)
+        os.rename(src, dst)
+
+    monkeypatch.setattr(sharding.os, "replace", killed_after_the_first_move)
+    with pytest.raises(KeyboardInterrupt):
+        sharding.publish_shards(prepared, DIR)
+    monkeypatch.undo()
+    shas = [sha for unit in recorded(prepared).values() for sha in unit]
+    assert len(shas) >= 2 and all(shas)  # every hash was recorded before the first move
+    manifest = sharding.publish_shards(prepared, DIR)  # the moved piece is checked against its hash
+    for entry in manifest.shards:
+        assert entry.sha256 == sha256_file(prepared.directory(DIR) / entry.file)
+
+
+def test_a_moved_piece_that_changed_or_was_never_hashed_is_refused(prepared, monkeypatch):
+    results = write_units(prepared, 1_000_000)
+    first = results[0]
+    piece = sharding.unit_dir(prepared, DIR, first.unit) / first.pieces[0].file
+    out = prepared.directory(DIR)
+    out.mkdir(parents=True, exist_ok=True)
+    os.rename(piece, out / f"{DIR}_0000.hdf5")  # moved before any hash was recorded
+    with pytest.raises(PublishError, match="missing and was never hashed"):
+        sharding.publish_shards(prepared, DIR)
+
+    write_units(prepared, 1_000_000)
+
+    def killed_before_moving(src: os.PathLike, dst: os.PathLike) -> None:
+        if str(dst).endswith(".hdf5"):
+            raise KeyboardInterrupt
+        os.rename(src, dst)
+
+    monkeypatch.setattr(sharding.os, "replace", killed_before_moving)
+    with pytest.raises(KeyboardInterrupt):
+        sharding.publish_shards(prepared, DIR)  # hashes recorded, nothing moved
+    monkeypatch.undo()
+    os.rename(piece, out / f"{DIR}_0000.hdf5")
+    with open(out / f"{DIR}_0000.hdf5", "r+b") as f:  # and changed after its hash was recorded
+        f.seek(-1, os.SEEK_END)
+        f.write(b"\x00" if f.read(1) != b"\x00" else b"\x01")
+    with pytest.raises(PublishError, match="is missing; rerun the shards step"):
+        sharding.publish_shards(prepared, DIR)

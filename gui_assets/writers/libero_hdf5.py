@@ -1,8 +1,9 @@
 """IR episodes -> LIBERO-layout HDF5 shards (spec/output-format.md).
 
 `LiberoShardWriter` writes one series of shards into a folder of its own (a shard unit's work
-folder): open -> add_episode(plan, chunks)* -> close() -> [ShardEntry]. Numbering the shards,
-moving them to their final names and removing stale ones belong to `gui_assets.sharding`.
+folder): open -> add_episode(plan, chunks)* -> close() -> [ShardEntry]. Hashing the shards (all of
+a directory's at once, on every core), numbering them, moving them to their final names and
+removing stale ones belong to `gui_assets.sharding`.
 
 Streaming: frames come from `writers.frames.FrameEncoder` one step at a time into datasets sized
 for the episode, so memory holds the encoder's window plus one episode's small arrays, never a
@@ -29,7 +30,6 @@ from typing import Any
 import h5py
 import numpy as np
 
-from gui_assets.atomic import sha256_file
 from gui_assets.config import BuildConfig
 from gui_assets.cursor import EYE_SIZE, inside
 from gui_assets.drops import DropReason
@@ -150,9 +150,7 @@ class LiberoShardWriter:
             self._pictures.close()
             self._pictures = None
         hw = list(self._frame_hw) if self._frame_hw else None
-        self._entries.append(
-            ShardEntry(path.name, self._demos, self._steps, path.stat().st_size, sha256_file(path), hw)
-        )
+        self._entries.append(ShardEntry(path.name, self._demos, self._steps, path.stat().st_size, None, hw))
         self._shard_index += 1
 
     def _current_bytes(self) -> int:

@@ -10,6 +10,7 @@ import h5py
 import numpy as np
 import pytest
 
+from gui_assets.atomic import sha256_file
 from gui_assets.config import BuildConfig
 from gui_assets.cursor import EYE_SIZE
 from gui_assets.episode_store import ImageStore
@@ -215,9 +216,9 @@ def test_close_is_idempotent_and_a_closed_writer_refuses_episodes(tmp_path, stor
 
 
 def test_shard_bytes_are_deterministic(tmp_path, store):
-    _, a = write(tmp_path / "a", store, [episode(store, 3)])
-    _, b = write(tmp_path / "b", store, [episode(store, 3)])
-    assert a[0].sha256 == b[0].sha256
+    out_a, a = write(tmp_path / "a", store, [episode(store, 3)])
+    out_b, b = write(tmp_path / "b", store, [episode(store, 3)])
+    assert sha256_file(out_a / a[0].file) == sha256_file(out_b / b[0].file)
 
 
 def test_abort_removes_everything_the_writer_wrote(tmp_path, store):
