@@ -101,6 +101,39 @@ def _same(a: object, b: object) -> bool:
     return a == b
 
 
+def differences(a: object, b: object, at: str = "") -> list[str]:
+    """Where two JSON values differ, as `path: mine != reference` lines (a whole-file diff of
+    dataset_info.json is cut short by pytest before the field that matters)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return [
+            d
+            for k in sorted(a.keys() | b.keys(), key=str)
+            for d in differences(a.get(k), b.get(k), f"{at}.{k}")
+        ]
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [d for i, (x, y) in enumerate(zip(a, b, strict=True)) for d in differences(x, y, f"{at}[{i}]")]
+    return [] if a == b else [f"{at}: {a!r} != {b!r}"]
+
+
+def byte_differences(mine: list[Path], theirs: list[Path]) -> list[str]:
+    """For files whose arrays are equal but whose bytes are not: where the bytes first differ,
+    with the 48 bytes before (HDF5 structures start with a 4-byte signature such as GCOL, TREE or
+    HEAP, which names the part of the file that was not reproducible)."""
+    found = []
+    for a, b in zip(mine, theirs, strict=True):
+        x, y = a.read_bytes(), b.read_bytes()
+        if x == y:
+            continue
+        at = next((i for i, (p, q) in enumerate(zip(x, y, strict=False)) if p != q), min(len(x), len(y)))
+        n = min(len(x), len(y))
+        runs = sum(1 for i in range(at, n) if x[i] != y[i] and (i == 0 or x[i - 1] == y[i - 1]))
+        found.append(
+            f"{a.name}: {len(x)} vs {len(y)} B, first difference at {at} ({runs} runs); "
+            f"before it {x[max(0, at - 48) : at]!r}; mine {x[at : at + 16]!r}, reference {y[at : at + 16]!r}"
+        )
+    return found
+
+
 def test_sigkill_at_random_moments_then_rerun_gives_the_same_dataset(tmp_path):
     mirror = tmp_path / "mirror"
     write_mirror(mirror, steps=120, width=1280, height=1080, episode_len=12, jobs=2)
@@ -160,7 +193,7 @@ def test_sigkill_at_random_moments_then_rerun_gives_the_same_dataset(tmp_path):
         assert not bad, (mine.name, bad[:5])
     info = json.loads((out / DIRECTORY / "dataset_info.json").read_text())
     want = json.loads((ref / DIRECTORY / "dataset_info.json").read_text())
-    assert info == want
+    assert info == want, (differences(info, want), byte_differences(shards, ref_shards))
     leftovers = [
         str(p.relative_to(out)) for p in out.rglob(".*") if ".tmp-" in p.name or ".staging" in p.name
     ]
