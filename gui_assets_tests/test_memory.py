@@ -115,17 +115,43 @@ def test_a_frame_sized_buffer_freed_at_the_heap_top_stays_for_the_next_one():
     assert faults < 40 * 100, faults  # trimmed each time, it would be about 40 x 1,024
 
 
-def test_loading_the_package_leaves_the_live_objects_out_of_the_collections_at_exit():
-    """The last atexit hook to run (registered first) sees the objects frozen, which it does not
-    when only Dagster is loaded; and what the process printed in between still arrives."""
+def test_loading_the_package_freezes_its_objects_and_the_rest_at_exit():
+    """Loading the package freezes what it loaded (the collector stays on), and the last atexit
+    hook to run (registered first) sees what was made after loading frozen too, which it does not
+    when only Dagster is loaded; what the process printed in between still arrives."""
     probe = (
         "import atexit, gc, sys\n"
-        "atexit.register(lambda: print('frozen at exit:', gc.get_freeze_count() > 0, flush=True))\n"
+        "atexit.register(lambda: print('frozen at exit:', gc.get_freeze_count() > loaded, flush=True))\n"
         "import {module}\n"
-        "print('loaded', flush=True)\n"
+        "loaded = gc.get_freeze_count()\n"
+        "print('loaded', loaded > 50_000, gc.isenabled(), flush=True)\n"
+        "made_after = [[i] for i in range(1000)]\n"
     )
     for module, frozen in (("gui_assets", True), ("dagster", False)):
         out = subprocess.run(
             [sys.executable, "-c", probe.format(module=module)], capture_output=True, text=True, check=True
         ).stdout
-        assert out.splitlines() == ["loaded", f"frozen at exit: {frozen}"], (module, out)
+        assert out.splitlines() == [f"loaded {frozen} True", f"frozen at exit: {frozen}"], (module, out)
+
+
+def test_long_lived_freezes_even_on_failure_and_restores_the_collector():
+    probe = (
+        "import gc, json\n"
+        "from gui_assets.memory import long_lived\n"
+        "seen = []\n"
+        "before = gc.get_freeze_count()\n"
+        "try:\n"
+        "    with long_lived():\n"
+        "        seen.append(gc.isenabled())\n"
+        "        kept = [[i] for i in range(1000)]\n"
+        "        raise RuntimeError\n"
+        "except RuntimeError:\n"
+        "    pass\n"
+        "seen += [gc.isenabled(), gc.get_freeze_count() >= before + 1000]\n"
+        "gc.disable()\n"
+        "with long_lived():\n"
+        "    pass\n"
+        "seen.append(gc.isenabled())  # an application that had it off keeps it off\n"
+        "print(json.dumps(seen))\n"
+    )
+    assert _fresh_process(probe) == [False, True, True, False]
