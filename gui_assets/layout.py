@@ -81,9 +81,7 @@ class ShardEntry:
     demos: int
     steps: int
     bytes: int
-    # None on a shard unit's piece until publish hashes every piece at once (sharding); always
-    # set in shards.json and dataset_info.json
-    sha256: str | None
+    sha256: str
     # [H, W] of every agentview frame in the shard (one size per shard: a shard batches)
     frame_hw: list[int] | None = None
 

@@ -2,6 +2,7 @@
 
 ShardPlan       _work/<dir>/shard_plan.json: the units and the episodes of each
 UnitResult      _work/<dir>/units/<unit>/unit.json: one unit's pieces and statistics
+Piece           one shard a unit wrote, before publish numbers it
 ShardManifest   _work/<dir>/shards.json: the published shard series and what the writer
                 counted writing them (the statistics dataset_info.json reports)
 """
@@ -72,12 +73,47 @@ class ShardPlan:
 
 
 @dataclass(slots=True)
+class Piece:
+    """One shard a unit's writer finished (`piece_NNNN.hdf5` in the unit folder until publish
+    numbers it). `sha256` is None until it is hashed: by the unit's own worker when units run
+    apart (Celery, Kubernetes, processes), so the reading is spread over them; in one process,
+    by publish, every piece of the directory at once on every core."""
+
+    file: str
+    demos: int
+    steps: int
+    bytes: int
+    frame_hw: list[int] | None = None
+    sha256: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "file": self.file,
+            "demos": self.demos,
+            "steps": self.steps,
+            "bytes": self.bytes,
+            "frame_hw": self.frame_hw,
+            "sha256": self.sha256,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Piece:
+        return cls(d["file"], d["demos"], d["steps"], d["bytes"], d.get("frame_hw"), d.get("sha256"))
+
+    def published(self, name: str) -> ShardEntry:
+        """Its entry in the shard series, under its final name (once hashed)."""
+        if self.sha256 is None:
+            raise PublishError(f"{self.file} was never hashed; rerun the shards step")
+        return ShardEntry(name, self.demos, self.steps, self.bytes, self.sha256, self.frame_hw)
+
+
+@dataclass(slots=True)
 class UnitResult:
     """What one unit wrote: its pieces (named piece_NNNN until published) and their statistics."""
 
     unit: str
     part: str
-    pieces: list[ShardEntry]
+    pieces: list[Piece]
     stats: BuildStats
 
     def to_dict(self) -> dict[str, Any]:
@@ -90,7 +126,7 @@ class UnitResult:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> UnitResult:
-        pieces = [ShardEntry(**p) for p in d["pieces"]]
+        pieces = [Piece.from_dict(p) for p in d["pieces"]]
         return cls(d["unit"], d["part"], pieces, BuildStats.from_dict(d["stats"]))
 
 

@@ -88,9 +88,12 @@ def test_the_eye_in_hand_counts_are_kept_once_in_the_statistics(prepared):
     assert stats.target_inside_eye_in_hand_rate == round(stats.target_inside_eye / stats.pointer_steps, 6)
 
 
-def write_units(layout: OutLayout, cap: int) -> list[UnitResult]:
+def write_units(layout: OutLayout, cap: int, hash_pieces: bool = False) -> list[UnitResult]:
     config = BuildConfig(shard_cap_bytes=cap)
-    return [sharding.write_unit(layout, DIR, "mind2web", config, u.name) for u in plan(layout, cap).units]
+    return [
+        sharding.write_unit(layout, DIR, "mind2web", config, u.name, hash_pieces=hash_pieces)
+        for u in plan(layout, cap).units
+    ]
 
 
 def recorded(layout: OutLayout) -> dict[str, list[str | None]]:
@@ -102,8 +105,8 @@ def test_publish_hashes_the_pieces_and_the_hashes_are_the_files(prepared):
     results = write_units(prepared, 1_000_000)
     assert all(p.sha256 is None for r in results for p in r.pieces)  # units leave hashing to publish
     manifest = sharding.publish_shards(prepared, DIR)
-    assert len(manifest.shards) >= 2
-    for entry in manifest.shards:
+    assert len(manifest.all_shards) >= 2
+    for entry in manifest.all_shards:
         assert entry.sha256 == sha256_file(prepared.directory(DIR) / entry.file)
 
 
@@ -125,7 +128,7 @@ def test_a_publish_killed_after_moving_a_piece_is_verified_by_the_rerun(prepared
     shas = [sha for unit in recorded(prepared).values() for sha in unit]
     assert len(shas) >= 2 and all(shas)  # every hash was recorded before the first move
     manifest = sharding.publish_shards(prepared, DIR)  # the moved piece is checked against its hash
-    for entry in manifest.shards:
+    for entry in manifest.all_shards:
         assert entry.sha256 == sha256_file(prepared.directory(DIR) / entry.file)
 
 
@@ -154,5 +157,20 @@ def test_a_moved_piece_that_changed_or_was_never_hashed_is_refused(prepared, mon
     with open(out / f"{DIR}_0000.hdf5", "r+b") as f:  # and changed after its hash was recorded
         f.seek(-1, os.SEEK_END)
         f.write(b"\x00" if f.read(1) != b"\x00" else b"\x01")
-    with pytest.raises(PublishError, match="is missing; rerun the shards step"):
+    with pytest.raises(PublishError, match=r"_0000\.hdf5 is not what it was; rerun the shards step"):
         sharding.publish_shards(prepared, DIR)
+
+
+def test_units_apart_hash_their_own_pieces_and_publish_does_not_hash_them_again(prepared, monkeypatch):
+    results = write_units(prepared, 1_000_000, hash_pieces=True)
+    folders = {r.unit: sharding.unit_dir(prepared, DIR, r.unit) for r in results}
+    for r in results:
+        for piece in r.pieces:
+            assert piece.sha256 == sha256_file(folders[r.unit] / piece.file)
+    assert recorded(prepared) == {r.unit: [p.sha256 for p in r.pieces] for r in results}
+    hashed = []
+    real = sharding.sha256_files
+    monkeypatch.setattr(sharding, "sha256_files", lambda paths: hashed.extend(paths) or real(paths))
+    manifest = sharding.publish_shards(prepared, DIR)
+    assert hashed == []  # every piece came hashed
+    assert [e.sha256 for e in manifest.all_shards] == [p.sha256 for r in results for p in r.pieces]

@@ -95,13 +95,17 @@ def shards_asset(spec: SourceSpec, common: dict[str, Any]) -> dg.AssetsDefinitio
         context: dg.OpExecutionContext, unit: str, paths: GuiAssetsPaths, build: BuildSettings
     ) -> dict[str, Any]:
         out = OutLayout(paths.out_dir())
+        # A unit on a worker of its own hashes its pieces there, spreading the reading over the
+        # workers; in the run's own process, publish hashes them all at once on every core.
+        apart = context.job_def.executor_def.name != dg.in_process_executor.name
         try:
             r = shards_stage.write_shard_unit(
-                spec, context.partition_key, out, build.config(), unit, build.threads()
+                spec, context.partition_key, out, build.config(), unit, build.threads(), hash_pieces=apart
             )
         except DiskFullError as e:
             raise fail(e) from None
-        context.log.info(f"{unit}: {r.stats.episodes_out} episodes in {len(r.pieces)} pieces")
+        hashed = " (hashed here)" if apart else ""
+        context.log.info(f"{unit}: {r.stats.episodes_out} episodes in {len(r.pieces)} pieces{hashed}")
         return {"unit": unit, "pieces": len(r.pieces), "episodes": r.stats.episodes_out}
 
     @dg.op(

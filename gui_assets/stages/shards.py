@@ -31,11 +31,18 @@ def plan_shard_units(spec: SourceSpec, key: str, layout: OutLayout, config: Buil
 
 
 def write_shard_unit(
-    spec: SourceSpec, key: str, layout: OutLayout, config: BuildConfig, unit: str, threads: int | None = None
+    spec: SourceSpec,
+    key: str,
+    layout: OutLayout,
+    config: BuildConfig,
+    unit: str,
+    threads: int | None = None,
+    hash_pieces: bool = False,
 ) -> UnitResult:
+    """One unit's pieces; `hash_pieces` where the unit runs apart from the others (sharding)."""
     directory = spec.directory(key)
     with disk_full_named(f"{directory}: writing shards ({unit})", layout.directory(directory)):
-        return sharding.write_unit(layout, directory, spec.name, config, unit, threads)
+        return sharding.write_unit(layout, directory, spec.name, config, unit, threads, hash_pieces)
 
 
 def publish_shards(spec: SourceSpec, key: str, layout: OutLayout) -> ShardManifest:

@@ -1,9 +1,8 @@
 """IR episodes -> LIBERO-layout HDF5 shards (spec/output-format.md).
 
 `LiberoShardWriter` writes one series of shards into a folder of its own (a shard unit's work
-folder): open -> add_episode(plan, chunks)* -> close() -> [ShardEntry]. Hashing the shards (all of
-a directory's at once, on every core), numbering them, moving them to their final names and
-removing stale ones belong to `gui_assets.sharding`.
+folder): open -> add_episode(plan, chunks)* -> close() -> [Piece]. Hashing the pieces, numbering
+them, moving them to their final names and removing stale ones belong to `gui_assets.sharding`.
 
 Streaming: frames come from `writers.frames.FrameEncoder` one step at a time into datasets sized
 for the episode, so memory holds the encoder's window plus one episode's small arrays, never a
@@ -36,7 +35,7 @@ from gui_assets.drops import DropReason
 from gui_assets.episode_store import ImageStore
 from gui_assets.images import ImageError
 from gui_assets.ir import ACTION_TYPE_NAMES, PARAM_NAMES, POINTER_TYPES, ActionType, GuiEpisode
-from gui_assets.layout import ShardEntry
+from gui_assets.shard_records import Piece
 from gui_assets.stats import BuildStats
 from gui_assets.writers.frames import EpisodePlan, FrameEncoder, StepChunks, plan_episode
 from gui_assets.writers.preview_frames import PictureFile, StepPictures
@@ -98,7 +97,7 @@ class LiberoShardWriter:
         self._steps = 0
         self._bytes_per_step = 0.0
         self._frame_hw: tuple[int, int] | None = None  # of the open shard's demos: one per shard
-        self._entries: list[ShardEntry] = []
+        self._pieces: list[Piece] = []
         self._closed = False
         # The preview candidates among this writer's steps (episode id -> step indices): their
         # pictures go beside each shard as <shard stem>.preview.parquet (preview_frames).
@@ -150,7 +149,7 @@ class LiberoShardWriter:
             self._pictures.close()
             self._pictures = None
         hw = list(self._frame_hw) if self._frame_hw else None
-        self._entries.append(ShardEntry(path.name, self._demos, self._steps, path.stat().st_size, None, hw))
+        self._pieces.append(Piece(path.name, self._demos, self._steps, path.stat().st_size, hw))
         self._shard_index += 1
 
     def _current_bytes(self) -> int:
@@ -288,12 +287,12 @@ class LiberoShardWriter:
 
     # --- close -----------------------------------------------------------------------------
 
-    def close(self) -> list[ShardEntry]:
+    def close(self) -> list[Piece]:
         """Finish the last shard (the last write that can fail); idempotent."""
         if not self._closed:
             self._finish_shard()
             self._closed = True
-        return list(self._entries)
+        return list(self._pieces)
 
     def write_episodes(
         self, episodes: Iterable[GuiEpisode], images: ImageStore, threads: int | None = None

@@ -199,11 +199,14 @@ def test_a_two_worker_celery_build_on_postgres_writes_the_single_process_shards(
                 w.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 os.killpg(w.pid, 9)
-    unit_tasks = {}
+    unit_tasks, hashed_there = {}, {}
     for log in logs:
         text = log.read_text(errors="replace")
         unit_tasks[log.stem] = text.count("write_shard_unit")
+        hashed_there[log.stem] = text.count("pieces (hashed here)")
     assert all(n > 0 for n in unit_tasks.values()), unit_tasks  # both workers wrote shard units
+    # and hashed their own pieces there, instead of leaving every byte to publish on one machine
+    assert all(n > 0 for n in hashed_there.values()), hashed_there
 
     single = tmp_path / "single"
     build_directory(
