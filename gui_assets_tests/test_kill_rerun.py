@@ -101,35 +101,40 @@ def _same(a: object, b: object) -> bool:
     return a == b
 
 
+_ABSENT = object()
+
+
 def differences(a: object, b: object, at: str = "") -> list[str]:
     """Where two JSON values differ, as `path: mine != reference` lines (a whole-file diff of
     dataset_info.json is cut short by pytest before the field that matters)."""
     if isinstance(a, dict) and isinstance(b, dict):
-        return [
-            d
-            for k in sorted(a.keys() | b.keys(), key=str)
-            for d in differences(a.get(k), b.get(k), f"{at}.{k}")
-        ]
+        keys = sorted(a.keys() | b.keys(), key=str)
+        return [d for k in keys for d in differences(a.get(k, _ABSENT), b.get(k, _ABSENT), f"{at}.{k}")]
     if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
         return [d for i, (x, y) in enumerate(zip(a, b, strict=True)) for d in differences(x, y, f"{at}[{i}]")]
+    if a is _ABSENT or b is _ABSENT:
+        return [f"{at}: only in {'the reference' if a is _ABSENT else 'mine'}"]
     return [] if a == b else [f"{at}: {a!r} != {b!r}"]
 
 
 def byte_differences(mine: list[Path], theirs: list[Path]) -> list[str]:
-    """For files whose arrays are equal but whose bytes are not: where the bytes first differ,
-    with the 48 bytes before (HDF5 structures start with a 4-byte signature such as GCOL, TREE or
+    """For pairs of files whose bytes differ: where they first differ and in how many runs, with
+    the 48 bytes before (HDF5 structures start with a 4-byte signature such as GCOL, TREE or
     HEAP, which names the part of the file that was not reproducible)."""
     found = []
     for a, b in zip(mine, theirs, strict=True):
-        x, y = a.read_bytes(), b.read_bytes()
-        if x == y:
-            continue
-        at = next((i for i, (p, q) in enumerate(zip(x, y, strict=False)) if p != q), min(len(x), len(y)))
+        x = np.fromfile(a, dtype=np.uint8)
+        y = np.fromfile(b, dtype=np.uint8)
         n = min(len(x), len(y))
-        runs = sum(1 for i in range(at, n) if x[i] != y[i] and (i == 0 or x[i - 1] == y[i - 1]))
+        differ = np.concatenate([x[:n] != y[:n], np.ones(abs(len(x) - len(y)), bool)])
+        if not differ.any():
+            continue
+        at = int(np.argmax(differ))
+        runs = int(np.count_nonzero(differ[1:] & ~differ[:-1])) + int(differ[0])
         found.append(
             f"{a.name}: {len(x)} vs {len(y)} B, first difference at {at} ({runs} runs); "
-            f"before it {x[max(0, at - 48) : at]!r}; mine {x[at : at + 16]!r}, reference {y[at : at + 16]!r}"
+            f"before it {x[max(0, at - 48) : at].tobytes()!r}; "
+            f"mine {x[at : at + 16].tobytes()!r}, reference {y[at : at + 16].tobytes()!r}"
         )
     return found
 
