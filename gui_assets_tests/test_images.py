@@ -196,8 +196,8 @@ def test_every_decoder_path_gives_pillows_pixels(kind):
     np.testing.assert_array_equal(decode_rgb(data, 7), want[:7])  # a view's top rows only
 
 
-@pytest.mark.skipif(images.ImageDecoder is None, reason="the `fast` extra (pywuffs) is not installed")
 def test_screenshots_decode_through_wuffs_and_the_rest_through_libspng(monkeypatch):
+    assert images.ImageDecoder is not None, "the `fast` extra (pywuffs) is part of the dev extra"
     calls: list[str] = []
     real_wuffs, real_spng = images._wuffs_decode, images._spng_decode
     monkeypatch.setattr(images, "_wuffs_decode", lambda *a: calls.append("wuffs") or real_wuffs(*a))

@@ -10,22 +10,19 @@ from typing import Any
 import h5py
 import pytest
 
+# torch is a pinned dev dependency; robomimic is installed by the README's test command (with
+# --no-deps, since its dataset path imports none of its declared dependencies).
+import robomimic.utils.obs_utils as ObsUtils
+import torch
+import torch.utils.data as torch_data
+from robomimic.utils.dataset import SequenceDataset
+
 from gui_assets.config import BuildConfig
 from gui_assets.ir import ACTION_TYPE_NAMES
 from gui_assets.layout import DatasetInfo
 from gui_assets.pipeline import RawSettings, build_directory
 from gui_assets.source_spec import SourceSpec
 from gui_assets.sources import SOURCES
-
-_NO_TORCH = "torch is not importable; LIBERO's loader needs it (pip install torch==2.13.0: the dev extra)"
-_NO_ROBOMIMIC = (
-    "robomimic is not importable; LIBERO's loader is its SequenceDataset "
-    "(pip install --no-deps robomimic==0.3.0, as the README's test command does)"
-)
-torch = pytest.importorskip("torch", reason=_NO_TORCH)
-torch_data = pytest.importorskip("torch.utils.data", reason=_NO_TORCH)
-ObsUtils = pytest.importorskip("robomimic.utils.obs_utils", reason=_NO_ROBOMIMIC)
-SequenceDataset = pytest.importorskip("robomimic.utils.dataset", reason=_NO_ROBOMIMIC).SequenceDataset
 
 # libero/configs/data/default.yaml: data.obs.modality, seq_len, frame_stack and img_h x img_w.
 OBS_MODALITY: dict[str, list[str]] = {

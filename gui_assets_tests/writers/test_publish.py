@@ -32,7 +32,8 @@ def built(demo_mirror, tmp_path_factory) -> Path:
 
 
 def test_the_preview_decodes_with_datasets(built):
-    datasets = pytest.importorskip("datasets")
+    import datasets  # a pinned dev dependency: the loader the hub viewer uses
+
     r = preview.write_preview(built, count=40, seed=3)
     ds = datasets.load_dataset("parquet", data_files=r["path"], split="train")
     assert len(ds) == r["rows"] and set(r["per_directory"]) == {
