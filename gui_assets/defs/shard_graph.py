@@ -3,6 +3,7 @@ steps on processes, Celery workers or Kubernetes Jobs) -> publish. The shards ar
 whatever the executor: the plan depends only on the data and the config."""
 
 import json
+import shlex
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,8 +20,9 @@ from gui_assets.source_spec import SourceSpec
 from gui_assets.stages import shards as shards_stage
 
 SHEET_CAPTION = (
-    "Sampled frames: red cross = the action's point, orange = a drag's end, green box = the eye-in-hand "
-    "window (where the previous action left the pointer)."
+    "Sampled frames: red cross = the action's point; orange arrow = a scroll or drag gesture (start to "
+    "end; a scroll's label names the view direction, the inverse of the gesture); green box = the "
+    "eye-in-hand window (where the previous action left the pointer)."
 )
 
 
@@ -41,6 +43,10 @@ def _shards_metadata(spec: SourceSpec, key: str, out: OutLayout, manifest: Shard
     directory = spec.directory(key)
     metadata: dict[str, Any] = {
         "path": dg.MetadataValue.path(str(out.directory(directory))),
+        # What opens this partition in the viewer (gui_assets.viewer.viewer_command's form).
+        "viewer_command": dg.MetadataValue.text(
+            f"gui-assets view {shlex.quote(str(out.directory(directory)))}"
+        ),
         "shards": len(manifest.shards),
         "val_shards": len(manifest.val_shards),
         "units": manifest.units,
