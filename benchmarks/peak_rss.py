@@ -2,8 +2,8 @@
 
 `os.wait4`'s ru_maxrss for a child started by a big process is not the child's alone: CPython
 starts children with vfork, and Linux carries the high-water mark of the memory the child ran
-in before exec (the parent's) into the child's account. A pytest process at 1.7 GB made a
-400 MB build read as 1.7 GB. So the command runs under a small launcher, `python -c
+in before exec (the parent's) into the child's account: a 400 MB build started from a 1.7 GB
+pytest process reads as 1.7 GB. So the command runs under a small launcher, `python -c
 LAUNCHER`, which starts it (vfork from a ~10 MB process), waits with wait4 and writes the
 command's ru_maxrss in KB to the file named by its first argument.
 """

@@ -50,9 +50,9 @@ _STEP_DONE = re.compile(r'STEP_SUCCESS - Finished execution of step "([^"]+)" in
 def _run(cmd: list[str], env: dict[str, str], log: Path) -> tuple[float, float, int]:
     """Wall seconds, the command's own peak RSS in MB (see peak_rss), exit status.
 
-    Every timed run starts with nothing of another run still being written back: without the
-    sync, the run after the script paid for the disk taking the script's 2.8 GB of output (and
-    each run for deleting its predecessor's files), in whichever step happened to be reading."""
+    Every timed run starts with nothing of another run still being written back, so it pays for
+    its own disk writes only, not for the script's gigabytes of output (or a predecessor's
+    deletions) landing in whichever of its steps happens to be reading."""
     os.sync()
     start = time.perf_counter()
     with log.open("wb") as out:
@@ -62,9 +62,9 @@ def _run(cmd: list[str], env: dict[str, str], log: Path) -> tuple[float, float, 
 
 def _clear_outputs(work: Path) -> None:
     """Remove every output an earlier benchmark left, once, before any run, and let the disk
-    take the deletions. Deleted right before the next run, a run's thousands of files billed
-    that run for their write-back and for ext4 searching past just-freed inodes (its
-    `recently_deleted` was 4-6% of the adapter stage's samples under perf)."""
+    take the deletions. Deleting a run's thousands of files right before the next run would bill
+    that run for their write-back and for ext4 searching past just-freed inodes (a few percent
+    of its adapter stage)."""
     for p in [*work.glob("out-*"), *work.glob("dagster-home-*"), *work.glob("handwritten-*.hdf5")]:
         if p.is_dir():
             shutil.rmtree(p, ignore_errors=True)

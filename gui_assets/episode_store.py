@@ -357,8 +357,8 @@ def table_rows(
 def iter_episodes(directory: Path, only: Collection[str] | None = None) -> Iterator[GuiEpisode]:
     """Stream the partition's episodes in stored order; memory holds about one episode. With
     `only`, those episodes alone, at the cost of their rows: a shard unit reads its own share
-    of the IR, not the whole partition's once per unit (at 4,800 steps in seven units, 0.9 s of
-    rows read and dropped; at a 322,000-step partition, an hour).
+    of the IR, since reading the whole partition once per unit would cost time quadratic in the
+    partition's size.
 
     The episode table is read beside the step table, not indexed whole: EpisodeWriter writes
     both in the same episode order (an episode without steps has no step rows and is skipped).

@@ -27,7 +27,7 @@ try:  # Wuffs (the `fast` extra): half libspng's time, whose zlib inflates 5x sl
 except ImportError:  # a machine without a C++ compiler to build it: libspng decodes the same pixels
     ImageDecoder = None
 
-try:  # ISA-L's CRC-32 (carry-less multiply): about 4x zlib's here, and every PNG chunk is checked
+try:  # ISA-L's CRC-32 (carry-less multiply): about 4x zlib's speed, and every PNG chunk is checked
     from isal.isal_zlib import crc32 as _crc32
 except ImportError:  # pragma: no cover - the same checksum, slower
     from zlib import crc32 as _crc32
@@ -245,9 +245,9 @@ def _top_rows_png(data: bytes, layout: PngLayout, rows: int) -> bytes:
 
 
 # Wuffs inflates the whole image into a work buffer before unfiltering it into the pixels, so it
-# holds about twice what libspng's row-by-row decode does (measured peaks: 7.2 bytes a pixel for
-# RGB, 9.3 for RGBA before the alpha is cut off). Screenshots are far below this limit; a
-# full-page capture above it (Mind2Web's reach 85k px tall) streams through libspng instead.
+# holds about twice what libspng's row-by-row decode does (peaks of 7.2 bytes a pixel for RGB,
+# 9.3 for RGBA before the alpha is cut off). Screenshots are far below this limit; a full-page
+# capture above it (Mind2Web's reach 85k px tall) streams through libspng instead.
 WUFFS_MAX_PIXELS = 16_000_000
 _WUFFS_BYTES_PER_PIXEL = {2: 8, 6: 13}
 

@@ -118,8 +118,8 @@ class DatasetInfo:
 
     @property
     def source_record(self) -> dict[str, Any]:
-        """`build.source`: the source's repo, licence, platform and card notes (only the name for a
-        build from before it was recorded)."""
+        """`build.source`: the source's repo, licence, platform and card notes (only the name when
+        dataset_info.json has no `build.source` record)."""
         record = self.build.get("source")
         return record if isinstance(record, dict) else {"name": self.source}
 

@@ -333,8 +333,8 @@ def from_hub(
 ) -> RawPartition:
     """Download the partition's files into the huggingface_hub cache and describe them.
 
-    snapshot_download resumes interrupted files and skips complete ones, so a rerun after a
-    dropped connection fetches only what is missing. The snapshot folder is named by the
+    snapshot_download skips complete files, so a rerun after a dropped connection fetches only
+    the files not yet complete (a partly downloaded file starts over). The snapshot folder is named by the
     resolved commit, which is recorded as the revision.
     """
     import httpx2  # huggingface_hub's HTTP client: transport failures surface as its errors

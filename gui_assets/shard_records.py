@@ -37,7 +37,7 @@ class ShardPlan:
     config: dict[str, Any]
     units: tuple[PlannedUnit, ...]
     # The preview's candidate steps (episode id -> step indices), drawn by the writer
-    # (writers.preview_frames); absent from plans written before there were any.
+    # (writers.preview_frames); empty when a plan file carries none.
     preview_steps: dict[str, list[int]] = field(default_factory=dict)
 
     def unit(self, name: str) -> PlannedUnit:

@@ -152,7 +152,7 @@ class PictureCache:
 
     def stream(self, sha256: str, wanted: set[tuple[str, int]]) -> Iterator[tuple[PictureKey, StepPictures]]:
         """The wanted pictures in the file's order (demo, then step), a few rows at a time: the
-        file holds every candidate's pictures, and a whole read with its copies cost ~200 MB of
+        file holds every candidate's pictures, and a whole read with its copies costs ~200 MB of
         RSS for ~30 MB of pictures. Raises OSError / ArrowException on a damaged file."""
         cached = pq.ParquetFile(self.path(sha256), pre_buffer=False, buffer_size=1 << 20)
         for batch in cached.iter_batches(batch_size=_READ_ROWS):
