@@ -40,14 +40,22 @@ STAGE_MODULES: dict[str, tuple[str, ...]] = {
     "dataset_info": ("gui_assets.stages.info",),
     "upload": ("gui_assets.writers.hub",),
     "preview": ("gui_assets.writers.preview",),
-    "dataset_card": ("gui_assets.writers.card",),
+    "dataset_card": ("gui_assets.writers.card", "gui_assets.viewer.samples"),
     "hub_card": ("gui_assets.writers.hub",),
     "cua_lite_export": ("gui_assets.writers.cua_lite",),
 }
 
 
 # Files other than modules whose bytes an asset's output is made of (the card's prose).
-STAGE_FILES: dict[str, tuple[str, ...]] = {"dataset_card": ("templates/dataset_card.md",)}
+STAGE_FILES: dict[str, tuple[str, ...]] = {
+    # the card's prose, and the viewer page its sample pages inline
+    "dataset_card": (
+        "templates/dataset_card.md",
+        "viewer/static/index.html",
+        "viewer/static/viewer.css",
+        "viewer/static/viewer.js",
+    )
+}
 
 
 def _strip_docstrings(tree: ast.AST) -> ast.AST:

@@ -12,6 +12,7 @@ from gui_assets.defs.resources import BuildSettings, GuiAssetsPaths, HubResource
 from gui_assets.layout import PREVIEW_DIR, built_directories
 from gui_assets.lineage import stage_version
 from gui_assets.source_spec import SourceSpec
+from gui_assets.viewer.samples import SAMPLES_DIR, write_sample_pages
 from gui_assets.writers import card, cua_lite, preview
 from gui_assets.writers import hub as hub_writer
 
@@ -61,15 +62,21 @@ def _card_asset(info_keys: list[dg.AssetKey]) -> dg.AssetsDefinition:
         **COMMON,
     )
     def dataset_card_asset(paths: GuiAssetsPaths, hub: HubResource) -> dg.MaterializeResult:
-        r = card.write_card(paths.out_dir(), hub.upload_repo() or "<owner>/<dataset>")
+        out = paths.out_dir()
+        pages = write_sample_pages(out, [i.directory for i in built_directories(out)])
+        r = card.write_card(out, hub.upload_repo() or "<owner>/<dataset>", set(pages))
         text = Path(r["path"]).read_text(encoding="utf-8")
         return dg.MaterializeResult(
             metadata={
                 "path": dg.MetadataValue.path(r["path"]),
                 "directories": len(r["directories"]),
+                "sample_pages": len(pages),
                 "card": dg.MetadataValue.md(text.split("---", 2)[-1][:20000]),
             },
-            data_version=dg.DataVersion(file_digest(Path(r["path"]))),
+            # hub_card uploads the sample pages beside the card: the version covers both.
+            data_version=dg.DataVersion(
+                digest([file_digest(Path(r["path"])), *(file_digest(p) for _, p in sorted(pages.items()))])
+            ),
         )
 
     return dataset_card_asset
@@ -92,6 +99,7 @@ def _hub_card_asset() -> dg.AssetsDefinition:
         out = paths.out_dir()
         files = [("README.md", out / "README.md"), (card.LICENSE_FILE, out / card.LICENSE_FILE)]
         files += [(f"{PREVIEW_DIR}/{p.name}", p) for p in sorted((out / PREVIEW_DIR).glob("*.parquet"))]
+        files += [(f"{SAMPLES_DIR}/{p.name}", p) for p in sorted((out / SAMPLES_DIR).glob("*.html"))]
         target = hub.target(out)
         try:
             hub_writer.refuse_demo(built_directories(out), target)  # the card and preview show them all

@@ -66,7 +66,22 @@ def _by_source(infos: list[DatasetInfo]) -> dict[str, dict[str, Any]]:
     return dict(sorted(records.items()))
 
 
-def card_text(infos: list[DatasetInfo], repo_id: str) -> str:
+def samples_section(infos: list[DatasetInfo], pages: set[str]) -> str:
+    """Links to the per-directory sample pages that exist (`samples/<directory>.html`)."""
+    linked = [i.directory for i in infos if i.directory in pages]
+    if not linked:
+        return ""
+    links = "".join(f"- [{d}](samples/{d}.html)\n" for d in linked)
+    return (
+        "## See a demonstration\n\n"
+        "One demonstration per directory as a self-contained page (download it and open it in a "
+        "browser): the pre-action frame with the action drawn at its params, the eye-in-hand window "
+        "and crop, the mask and text of every step. `gui-assets view <folder>` serves the same page "
+        "over any downloaded shards.\n\n" + links
+    )
+
+
+def card_text(infos: list[DatasetInfo], repo_id: str, sample_pages: set[str] | None = None) -> str:
     main = [_row(i, val=False) for i in infos]
     val = [_row(i, val=True) for i in infos if i.val_shards]
     for rows in (main, val):
@@ -97,6 +112,7 @@ def card_text(infos: list[DatasetInfo], repo_id: str) -> str:
         splits_table=_table(main, ["directory", "source", "platform", "episodes", "steps", "shards", "size"]),
         holdout_section=holdout,
         source_notes=notes,
+        samples_section=samples_section(infos, sample_pages or set()),
         example=example,
         repo_id=repo_id,
         upstream_rows=upstream,
@@ -131,8 +147,9 @@ def licence_text(infos: list[DatasetInfo]) -> str:
     )
 
 
-def write_card(out: Path, repo_id: str) -> dict[str, Any]:
+def write_card(out: Path, repo_id: str, sample_pages: set[str] | None = None) -> dict[str, Any]:
+    """The card and its licence file; `sample_pages` are the directories with a sample page."""
     infos = built_directories(out)
-    atomic_write_text(out / "README.md", card_text(infos, repo_id))
+    atomic_write_text(out / "README.md", card_text(infos, repo_id, sample_pages))
     atomic_write_text(out / LICENSE_FILE, licence_text(infos))
     return {"path": str(out / "README.md"), "directories": [i.directory for i in infos]}

@@ -291,3 +291,28 @@ def test_the_cua_lite_export_round_trips_into_the_ir(built, tmp_path):
         )
     assert sum(len(_read_back_as(o)) for o in originals.values()) == sum(len(e.steps) for e in back) > 40
     shutil.rmtree(root)
+
+
+def test_every_directory_gets_a_sample_page_the_card_links(built, tmp_path):
+    from gui_assets.viewer.samples import SAMPLES_DIR, write_sample_pages
+
+    out = tmp_path / "out"
+    shutil.copytree(built, out, symlinks=True)
+    (out / SAMPLES_DIR).mkdir()
+    (out / SAMPLES_DIR / "gone_directory.html").write_text("an old page")  # no longer built
+    directories = [i.directory for i in card.built_directories(out)]
+    pages = write_sample_pages(out, directories)
+    assert set(pages) == set(directories)
+    assert sorted(p.name for p in (out / SAMPLES_DIR).iterdir()) == sorted(f"{d}.html" for d in directories)
+    for directory, page in pages.items():
+        html = page.read_text(encoding="utf-8")
+        data = json.loads(
+            html.split('<script type="application/json" id="viewer-data">')[1].split("</script>")[0]
+        )
+        assert json.dumps(data).count(directory) > 0 and "/static/" not in html  # self-contained
+    r = card.write_card(out, "owner/name", set(pages))
+    text = Path(r["path"]).read_text(encoding="utf-8")
+    assert "## See a demonstration" in text
+    for directory in directories:
+        assert f"(samples/{directory}.html)" in text
+    assert "## See a demonstration" not in card.card_text(card.built_directories(out), "owner/name")
