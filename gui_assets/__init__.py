@@ -1,17 +1,45 @@
 """gui_assets: GUI-agent demonstrations -> one IR -> LIBERO-layout HDF5 shards (a Dagster code location).
 
-`dagster ... -m gui_assets` finds the Definitions object re-exported here.
+Importing the package, or any core module in it, changes nothing in the process: no allocator,
+pool, collector or environment setting, no Dagster import, no file written. `gui_assets.defs`,
+the code location's Definitions, is built on first access by gui_assets.definitions, which is
+also where a build process gets its allocator and collector policies (gui_assets.memory).
+`dagster ... -m gui_assets` finds it by listing the package's members (dir, then getattr).
 """
 
-from gui_assets.memory import long_lived, no_collection_at_exit, one_malloc_arena, use_system_arrow_pool
+from __future__ import annotations
 
-# Before anything loads pyarrow: every stage of a build runs in one process, and what one stage
-# frees must not stay resident (see gui_assets.memory).
-use_system_arrow_pool()
-one_malloc_arena()
-no_collection_at_exit()  # a CLI build's last second (gui_assets.memory)
+import sys
+import types
+from typing import TYPE_CHECKING
 
-with long_lived():  # the definitions are never garbage: kept out of every later collection
-    from gui_assets.definitions import defs
+if TYPE_CHECKING:
+    import dagster as dg
 
 __all__ = ["defs"]
+
+
+class _Package(types.ModuleType):
+    """This package's module type: `defs` is computed on access. A module-level `__getattr__`
+    would not do: loading any module of the subpackage gui_assets.defs (the Dagster shell) binds
+    the name `defs` on the package to that subpackage, and `__getattr__` is then never asked."""
+
+    @property
+    def defs(self) -> dg.Definitions:
+        from gui_assets.definitions import defs
+
+        return defs
+
+    @defs.setter
+    def defs(self, value: object) -> None:
+        # The import system binds each loaded subpackage on its parent; that binding is the only
+        # assignment the name takes, and it is dropped so that the name stays the Definitions.
+        if value is not sys.modules.get(f"{self.__name__}.defs"):
+            raise AttributeError("gui_assets.defs is the code location's Definitions and cannot be replaced")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
+sys.modules[__name__].__class__ = _Package

@@ -23,8 +23,10 @@ the previous shards as they were.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -58,7 +60,13 @@ UNIT_FILE = "unit.json"
 # Units are planned to this share of the cap, so an estimate a little low still fits one shard.
 FILL = 0.9
 SAMPLE_STEPS = 8
+
+log = logging.getLogger(__name__)
 _BATCH = 8192  # step rows read at a time
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _plan_path(layout: OutLayout, directory: str) -> Path:
@@ -182,9 +190,13 @@ def write_unit(
     """Write one planned unit's pieces into a hidden folder, swapped in whole when the unit is
     done (so a unit folder under its name is always complete); safe to rerun. `hash_pieces`:
     hash them here (a unit on a worker of its own) instead of leaving them to publish."""
+    started = time.perf_counter()
     plan = read_plan(layout, directory)
     planned = plan.unit(unit)
     wanted = set(planned.episodes)
+    log.info(
+        f"{directory} {unit}: writing {_count(len(wanted), 'episode')} ({_count(planned.steps, 'step')})"
+    )
     folder = unit_dir(layout, directory, unit)
     staging = temp_path(folder)
     shutil.rmtree(staging, ignore_errors=True)
@@ -204,6 +216,11 @@ def write_unit(
     except BaseException:
         writer.abort()
         raise
+    written = _count(writer.stats.episodes_out, "episode")
+    log.info(
+        f"{directory} {unit}: {_count(len(pieces), 'piece')} of {written}, "
+        f"{sum(p.bytes for p in pieces) / 1e6:.1f} MB ({time.perf_counter() - started:.1f} s)"
+    )
     return result
 
 
@@ -251,6 +268,10 @@ def publish_shards(layout: OutLayout, directory: str) -> ShardManifest:
     manifest = ShardManifest(entries[MAIN], entries[VAL], stats, len(results))
     atomic_write_text(layout.shard_manifest(directory), json.dumps(manifest.to_dict(), indent=2) + "\n")
     shutil.rmtree(layout.work(directory) / UNITS_DIR, ignore_errors=True)
+    log.info(
+        f"{directory}: published {_count(len(entries[MAIN]), 'shard')} (+{len(entries[VAL])} val) from "
+        f"{_count(len(results), 'unit')}, {sum(e.bytes for es in entries.values() for e in es) / 1e6:.1f} MB"
+    )
     return manifest
 
 

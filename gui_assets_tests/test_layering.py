@@ -64,8 +64,12 @@ def test_core_modules_never_import_dagster():
             assert not any(n.split(".")[0] == "dagster" for n in names), p
 
 
-def test_the_registry_is_imported_only_by_the_location_and_the_backfill():
-    assert importers_of("gui_assets.sources") == {"gui_assets.definitions", "gui_assets.backfill"}
+def test_the_registry_is_imported_only_by_the_location_the_backfill_and_the_demo_command():
+    assert importers_of("gui_assets.sources") == {
+        "gui_assets.definitions",
+        "gui_assets.backfill",
+        "gui_assets.demo_build",  # every partition of every source, for `gui-assets demo`
+    }
 
 
 @pytest.mark.parametrize("layer", ["gui_assets.writers", "gui_assets.stages", "gui_assets.pipeline"])
@@ -99,3 +103,100 @@ def test_no_module_over_500_lines_and_no_function_over_80():
                 if length > MAX_FUNCTION_LINES:
                     long_functions[f"{rel}:{node.name}"] = length
     assert not long_functions
+
+
+# Process state a module must not touch while it is imported (outside functions): the command
+# line, the environment, exit hooks and the collector.
+IMPORT_TIME_STATE = {
+    ("sys", "argv"),
+    ("os", "environ"),
+    ("os", "getenv"),
+    ("os", "putenv"),
+    ("atexit", "register"),
+    ("gc", "freeze"),
+    ("gc", "disable"),
+    ("gc", "set_threshold"),
+}
+# gui_assets.memory's process-wide policies, and who may apply them.
+PROCESS_WIDE = {
+    "tune_build_process",
+    "long_lived",
+    "use_system_arrow_pool",
+    "one_malloc_arena",
+    "no_collection_at_exit",
+}
+
+
+def _is_main_guard(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.If)
+        and isinstance(node.test, ast.Compare)
+        and isinstance(node.test.left, ast.Name)
+        and node.test.left.id == "__name__"
+    )
+
+
+def import_time_nodes(tree: ast.Module) -> list[ast.AST]:
+    """The nodes that run when the module is imported: everything but function bodies and the
+    `if __name__ == "__main__":` block (class bodies and decorators do run)."""
+    found: list[ast.AST] = []
+    todo: list[ast.AST] = list(tree.body)
+    while todo:
+        node = todo.pop()
+        if _is_main_guard(node):
+            continue
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            todo.extend(node.decorator_list)
+            todo.extend(d for d in node.args.defaults + node.args.kw_defaults if d is not None)
+            continue
+        if isinstance(node, ast.Lambda):
+            continue
+        found.append(node)
+        todo.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def test_no_module_touches_process_state_while_it_is_imported():
+    """A static twin of test_import_effects: argv, the environment, exit hooks and the collector
+    are read or set inside functions only, in every module (the shell's included: it runs them
+    when the definitions load)."""
+    touched = {}
+    for name, path in modules().items():
+        for node in import_time_nodes(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and (node.value.id, node.attr) in IMPORT_TIME_STATE
+            ):
+                touched.setdefault(name, []).append(f"{node.value.id}.{node.attr}:{node.lineno}")
+    assert not touched
+
+
+def test_the_process_wide_policies_are_applied_where_the_definitions_load_only():
+    callers: dict[str, set[str]] = {}
+    for name, path in modules().items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call):
+                fn = node.func
+                called = (
+                    fn.id if isinstance(fn, ast.Name) else fn.attr if isinstance(fn, ast.Attribute) else ""
+                )
+                if called in PROCESS_WIDE:
+                    callers.setdefault(called, set()).add(name)
+    assert callers == {
+        "tune_build_process": {"gui_assets.definitions"},
+        "long_lived": {"gui_assets.definitions"},
+        "use_system_arrow_pool": {"gui_assets.memory"},  # inside tune_build_process
+        "one_malloc_arena": {"gui_assets.memory"},
+        "no_collection_at_exit": {"gui_assets.memory"},
+    }
+
+
+def test_the_package_init_imports_nothing_of_the_package():
+    """`import gui_assets` loads no module of its own; `defs` is built on first access."""
+    tree = ast.parse((PACKAGE / "__init__.py").read_text(encoding="utf-8"))
+    names = {
+        n.module or "" for n in import_time_nodes(tree) if isinstance(n, ast.ImportFrom) and not n.level
+    } | {a.name for n in import_time_nodes(tree) if isinstance(n, ast.Import) for a in n.names}
+    assert not {n for n in names if n.split(".")[0] == "gui_assets"}, names
+    assert imports_of(PACKAGE / "__init__.py") == {"gui_assets.definitions", "gui_assets.definitions.defs"}

@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,8 +29,8 @@ PACKAGE = Path(lineage.__file__).resolve().parent
 SOURCE_STAGES = ("raw", "episodes", "splits", "shards", "dataset_info", "upload")
 REPO_STAGES = ("preview", "dataset_card", "hub_card", "cua_lite_export")
 
-# Imports `roots` with the package's own __init__ (which builds the whole code location)
-# replaced by an empty package, then prints every gui_assets module that got loaded.
+# Imports `roots` from the copy (a package module whose __path__ is the copy, so the installed
+# package is never read), then prints every gui_assets module that got loaded.
 _PROBE = textwrap.dedent(
     """
     import importlib, json, sys, types
@@ -59,6 +60,19 @@ def versions(package_dir: Path) -> dict[str, str]:
     out = {f"{s.name}_{st}": stage_version(st, s, package_dir) for s in SOURCES for st in SOURCE_STAGES}
     out.update({st: stage_version(st, None, package_dir) for st in REPO_STAGES})
     return out
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cache_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The analysis cache of this module's processes, away from the user's own."""
+    folder = tmp_path_factory.mktemp("cache") / "gui_assets"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(lineage.CACHE_DIR_ENV, str(folder))
+        lineage._analysis.cache_clear()
+        lineage._cache.cache_clear()
+        yield folder
+    lineage._analysis.cache_clear()
+    lineage._cache.cache_clear()
 
 
 @pytest.fixture(scope="module")
@@ -168,8 +182,10 @@ def test_the_declaration_data_a_stage_reads_moves_it():
     assert stage_version("shards", noted) == stage_version("shards", spec)
 
 
-def _cache_file(package_dir: Path) -> Path:
-    return lineage._AnalysisCache(package_dir).path
+def _cache_file() -> Path:
+    path = lineage.analysis_cache_file()
+    assert path is not None
+    return path
 
 
 def _fresh_process_versions(package_dir: Path) -> dict[str, str]:
@@ -180,10 +196,11 @@ def _fresh_process_versions(package_dir: Path) -> dict[str, str]:
 
 
 def test_the_analysis_cache_on_disk_holds_what_the_walk_finds(copy):
-    cache_file = _cache_file(copy)
+    cache_file = _cache_file()
     cache_file.unlink(missing_ok=True)
     cold = _fresh_process_versions(copy)
     entries = json.loads(cache_file.read_text(encoding="utf-8"))
+    assert not list(copy.rglob("lineage.*.json"))  # the package's folder is never written
     modules = {
         ".".join(("gui_assets", *p.relative_to(copy).with_suffix("").parts)).removesuffix(".__init__"): p
         for p in copy.rglob("*.py")
@@ -222,22 +239,36 @@ def test_an_edit_is_walked_anew_whatever_the_cache_holds(copy):
 
 
 @pytest.mark.parametrize("damage", ["not json", "[1, 2]", '{"gui_assets.cursor:00": "x"}'])
-def test_a_damaged_or_unwritable_cache_is_ignored(copy, damage):
+def test_a_damaged_or_unwritable_cache_is_ignored(copy, cache_folder, damage):
     cold = _fresh_process_versions(copy)
-    pycache = copy / "__pycache__"
-    shutil.rmtree(pycache)
-    pycache.write_text(damage, encoding="utf-8")  # a file where the folder goes: nothing is written
+    shutil.rmtree(cache_folder)
+    cache_folder.write_text(damage, encoding="utf-8")  # a file where the folder goes: nothing is written
     try:
         assert _fresh_process_versions(copy) == cold
+        assert cache_folder.read_text(encoding="utf-8") == damage
     finally:
-        pycache.unlink()
-    pycache.mkdir()
-    _cache_file(copy).write_text(damage, encoding="utf-8")
+        cache_folder.unlink()
+    cache_folder.mkdir()
+    _cache_file().write_text(damage, encoding="utf-8")
     assert _fresh_process_versions(copy) == cold
 
 
+def test_the_cache_lives_in_the_user_cache_folder_never_in_the_package(monkeypatch, tmp_path):
+    tag = sys.implementation.cache_tag
+    monkeypatch.setenv(lineage.CACHE_DIR_ENV, str(tmp_path / "explicit"))
+    assert lineage.analysis_cache_file() == tmp_path / "explicit" / f"lineage.{tag}.json"
+    monkeypatch.delenv(lineage.CACHE_DIR_ENV)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert lineage.analysis_cache_file() == tmp_path / "xdg" / "gui_assets" / f"lineage.{tag}.json"
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/ignored")  # the XDG rule: only absolute paths count
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert (
+        lineage.analysis_cache_file() == tmp_path / "home" / ".cache" / "gui_assets" / f"lineage.{tag}.json"
+    )
+
+
 def test_a_process_that_walks_a_few_modules_keeps_the_others_entries(copy):
-    cache_file = _cache_file(copy)
+    cache_file = _cache_file()
     cache_file.unlink(missing_ok=True)
     _fresh_process_versions(copy)
     everything = json.loads(cache_file.read_text(encoding="utf-8"))

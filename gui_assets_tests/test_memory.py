@@ -1,12 +1,16 @@
-"""The allocator policies of a gui_assets process (gui_assets.memory)."""
+"""The allocator and collector policies of a build process (gui_assets.memory)."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from typing import Any
 
+import pytest
+
+from gui_assets.lineage import CACHE_DIR_ENV
 from gui_assets.memory import PAGE_MMAP, unmapped_when_freed
 
 
@@ -16,16 +20,32 @@ def _fresh_process(code: str) -> Any:
     return json.loads(out)
 
 
-def test_loading_the_package_sets_the_allocators_and_leaves_the_environment_alone():
+@pytest.mark.parametrize("load", ["import gui_assets.definitions", "import gui_assets; gui_assets.defs"])
+def test_loading_the_definitions_tunes_the_process(load, tmp_path):
+    """A build process: the system Arrow pool (the variable that chose it gone again), one arena,
+    the definitions frozen and the collector on, gc.freeze registered for the exit."""
     probe = (
-        "import json, os, gui_assets, pyarrow as pa;"
-        "from gui_assets.memory import one_malloc_arena;"
-        "pool = pa.default_memory_pool().backend_name;"
-        "print(json.dumps([pool, 'ARROW_DEFAULT_MEMORY_POOL' in os.environ, one_malloc_arena()]))"
+        "import atexit, gc, json, os\n"
+        "hooks = []\n"
+        "register = atexit.register\n"
+        "def recording(fn, *args, **kwargs):\n"
+        "    hooks.append(getattr(fn, '__qualname__', ''))\n"
+        "    return register(fn, *args, **kwargs)\n"
+        "atexit.register = recording\n"
+        f"{load}\n"
+        "import pyarrow as pa\n"
+        "from gui_assets.memory import tune_build_process\n"
+        "tuning = tune_build_process()\n"
+        "print(json.dumps([pa.default_memory_pool().backend_name, tuning.arrow_pool, tuning.one_arena,"
+        " 'ARROW_DEFAULT_MEMORY_POOL' in os.environ, gc.isenabled(), gc.get_freeze_count() > 50_000,"
+        " hooks.count('freeze')]))\n"
     )
-    pool, leaked, arena = _fresh_process(probe)
-    assert (pool, leaked) == ("system", False)  # child processes keep their own defaults
+    env = {**os.environ, CACHE_DIR_ENV: str(tmp_path / "cache")}
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, env=env)
+    pool, tuned_pool, arena, leaked, enabled, frozen, freeze_hooks = json.loads(out.stdout)
+    assert (pool, tuned_pool, leaked) == ("system", "system", False)  # children keep their defaults
     assert arena is (sys.platform == "linux")  # glibc took the one-arena setting
+    assert (enabled, frozen, freeze_hooks) == (True, True, 1)  # once, however often it is asked
 
 
 def test_inside_the_policy_freed_medium_buffers_leave_the_process():
@@ -115,10 +135,11 @@ def test_a_frame_sized_buffer_freed_at_the_heap_top_stays_for_the_next_one():
     assert faults < 40 * 100, faults  # trimmed each time, it would be about 40 x 1,024
 
 
-def test_loading_the_package_freezes_its_objects_and_the_rest_at_exit():
-    """Loading the package freezes what it loaded (the collector stays on), and the last atexit
-    hook to run (registered first) sees what was made after loading frozen too, which it does not
-    when only Dagster is loaded; what the process printed in between still arrives."""
+def test_loading_the_definitions_freezes_their_objects_and_the_rest_at_exit(tmp_path):
+    """Loading the definitions freezes what they loaded (the collector stays on), and the last
+    atexit hook to run (registered first) sees what was made after loading frozen too; neither
+    happens when only the package or only Dagster is loaded. What the process printed in between
+    still arrives."""
     probe = (
         "import atexit, gc, sys\n"
         "atexit.register(lambda: print('frozen at exit:', gc.get_freeze_count() > loaded, flush=True))\n"
@@ -127,9 +148,14 @@ def test_loading_the_package_freezes_its_objects_and_the_rest_at_exit():
         "print('loaded', loaded > 50_000, gc.isenabled(), flush=True)\n"
         "made_after = [[i] for i in range(1000)]\n"
     )
-    for module, frozen in (("gui_assets", True), ("dagster", False)):
+    env = {**os.environ, CACHE_DIR_ENV: str(tmp_path / "cache")}
+    for module, frozen in (("gui_assets.definitions", True), ("gui_assets", False), ("dagster", False)):
         out = subprocess.run(
-            [sys.executable, "-c", probe.format(module=module)], capture_output=True, text=True, check=True
+            [sys.executable, "-c", probe.format(module=module)],
+            capture_output=True,
+            text=True,
+            check=True,
+            env=env,
         ).stdout
         assert out.splitlines() == [f"loaded {frozen} True", f"frozen at exit: {frozen}"], (module, out)
 

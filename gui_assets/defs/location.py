@@ -4,6 +4,7 @@ can pass any list."""
 
 from __future__ import annotations
 
+import logging
 import warnings
 from collections.abc import Sequence
 
@@ -16,6 +17,26 @@ from gui_assets.defs.resources import AlertsResource, BuildSettings, GuiAssetsPa
 from gui_assets.defs.sensors import run_failure_alerts
 from gui_assets.defs.upstream_assets import observation_defs
 from gui_assets.source_spec import SourceSpec
+
+CORE_LOGGER = "gui_assets"  # the core's stdlib loggers are `logging.getLogger(__name__)`
+
+
+class _ToDagsterLog(logging.Handler):
+    """Hands the core's records to Dagster's captured logger, so each stage's progress lines are
+    in its step's run log (the core never imports Dagster); Dagster's loggers judge the level."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        dg.get_dagster_logger().handle(record)
+
+
+def route_core_logs() -> None:
+    """Once per process, when the definitions are built: the `gui_assets` logger passes every
+    record on to Dagster (its own level would otherwise be the root logger's WARNING)."""
+    core = logging.getLogger(CORE_LOGGER)
+    if not any(isinstance(h, _ToDagsterLog) for h in core.handlers):
+        core.addHandler(_ToDagsterLog())
+    if core.level == logging.NOTSET:
+        core.setLevel(logging.DEBUG)
 
 
 def build_definitions(sources: Sequence[SourceSpec]) -> dg.Definitions:
@@ -31,6 +52,7 @@ def build_definitions(sources: Sequence[SourceSpec]) -> dg.Definitions:
         # Link every asset to the file and line that defines it (shown in the UI).
         assets = dg.with_source_code_references(assets)
     observing = observation_defs(sources)
+    route_core_logs()
     return dg.Definitions(
         assets=assets,
         asset_checks=checks,

@@ -1,4 +1,4 @@
-"""What every stage shares: one message for a full disk, whatever wrote it."""
+"""What every stage shares: one message for a full disk, whatever wrote it; counts in words."""
 
 from __future__ import annotations
 
@@ -9,6 +9,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from gui_assets.errors import DiskFullError
+
+
+def count(n: int, noun: str) -> str:
+    """`1 shard`, `2 shards`: a count for a progress line."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _disk_full(e: BaseException) -> bool:

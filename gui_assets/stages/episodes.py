@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Iterator
 
 from gui_assets.assembly import AdapterRun
@@ -13,8 +15,10 @@ from gui_assets.layout import OutLayout
 from gui_assets.memory import PAGE_MMAP, unmapped_when_freed
 from gui_assets.mirror import RawPartition
 from gui_assets.source_spec import SourceSpec
-from gui_assets.stages.common import disk_full_named
+from gui_assets.stages.common import count, disk_full_named
 from gui_assets.stats import BuildStats
+
+log = logging.getLogger(__name__)
 
 
 def adapt(
@@ -29,7 +33,9 @@ def adapt(
 
 def build_episodes(spec: SourceSpec, key: str, layout: OutLayout, config: BuildConfig) -> BuildStats:
     directory = spec.directory(key)
+    started = time.perf_counter()
     raw = RawPartition.read(layout.raw_manifest(directory))
+    log.info(f"{directory}: reading {count(raw.file_count, 'upstream file')} with the {spec.name} adapter")
     store = ImageStore(layout.image_store, writers=2)  # file writes overlap the parsing
     store.sweep()  # temp files of killed builds (not of builds still running)
     stats = BuildStats()
@@ -55,4 +61,13 @@ def build_episodes(spec: SourceSpec, key: str, layout: OutLayout, config: BuildC
             f"({stats.files_in} files, {stats.episodes_in} episodes in, drops {dict(stats.drops)})"
         )
     writer.close(stats)
+    drops = f"; drops: {_by_reason(stats.drops)}" if stats.drops else ""
+    log.info(
+        f"{directory}: {count(stats.episodes_out, 'episode')} ({count(stats.steps, 'step')}) of "
+        f"{stats.episodes_in} upstream{drops} ({time.perf_counter() - started:.1f} s)"
+    )
     return stats
+
+
+def _by_reason(counts: dict[str, int]) -> str:
+    return ", ".join(f"{reason} {n}" for reason, n in sorted(counts.items(), key=lambda kv: -kv[1]))

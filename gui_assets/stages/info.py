@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 from gui_assets.build_changes import record_build
@@ -13,8 +14,11 @@ from gui_assets.mirror import RawPartition
 from gui_assets.shard_records import ShardManifest
 from gui_assets.source_spec import SourceSpec
 from gui_assets.splits import VAL
+from gui_assets.stages.common import count
 from gui_assets.stages.split import read_split_rows
 from gui_assets.version import GUI_ASSETS_VERSION
+
+log = logging.getLogger(__name__)
 
 
 def write_info(spec: SourceSpec, key: str, layout: OutLayout, config: BuildConfig) -> DatasetInfo:
@@ -47,6 +51,11 @@ def write_info(spec: SourceSpec, key: str, layout: OutLayout, config: BuildConfi
         extra=_heldout_ids(spec, layout, directory),
     )
     record_build(layout, directory, info, lambda: info.write(layout.dataset_info(directory)))
+    log.info(
+        f"{directory}: dataset_info.json written: {count(written.episodes_out, 'episode')}, "
+        f"{count(written.steps, 'step')} in {count(len(manifest.shards), 'shard')} "
+        f"(+{len(manifest.val_shards)} val)"
+    )
     return info
 
 

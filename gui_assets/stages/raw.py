@@ -8,7 +8,9 @@ adapter stage reads only local, recorded files.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,9 +22,12 @@ from gui_assets.layout import OutLayout
 from gui_assets.mirror import RawFile, RawInputError, RawPartition
 from gui_assets.remote import Fetched, Fetcher, RemoteSettings
 from gui_assets.source_spec import SourceSpec
+from gui_assets.stages.common import count
 
 REMOTE_CACHE = "gui_assets_remote"  # beside the hub cache's repo folders
 MAX_REFERENCE_ROUNDS = 6  # rows -> documents -> screenshots takes three
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +66,11 @@ def fetch_raw(spec: SourceSpec, key: str, layout: OutLayout, raw: RawSettings) -
         # A file the upstream observation or an earlier build already hashed is not read again.
         return mirror.from_mirror(raw.mirror, spec.repo_id, patterns, mirror.HashCache(layout.hash_cache))
 
-    work = layout.raw_manifest(spec.directory(key)).parent
+    directory = spec.directory(key)
+    started = time.perf_counter()
+    where = raw.mirror if raw.mode == "mirror" else f"the hub ({spec.repo_id})"
+    log.info(f"{directory}: finding the upstream files in {where}")
+    work = layout.raw_manifest(directory).parent
     sweep_temps(work, only_dead_writers=True)  # files and IR folders a killed build left
     patterns = spec.file_patterns(key)
     part = fetch(patterns)
@@ -75,6 +84,11 @@ def fetch_raw(spec: SourceSpec, key: str, layout: OutLayout, raw: RawSettings) -
         if raw.revision is None:
             raw = dataclasses.replace(raw, revision=part.revision)
         part = _follow_references(spec, part, raw, patterns, fetch)
+    size_mb = sum(f.size for f in [*part.files, *part.remote]) / 1e6
+    log.info(
+        f"{directory}: {count(part.file_count, 'upstream file')}, {size_mb:.1f} MB, revision "
+        f"{part.revision} ({time.perf_counter() - started:.1f} s)"
+    )
     part.partition = key
     part.write(layout.raw_manifest(spec.directory(key)))
     return part

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 import pyarrow as pa
@@ -13,6 +14,7 @@ from gui_assets.episode_store import EPISODES_FILE
 from gui_assets.layout import OutLayout
 from gui_assets.source_spec import SourceSpec
 from gui_assets.splits import MAIN, VAL
+from gui_assets.stages.common import count
 
 _SPLIT_SCHEMA = pa.schema(
     [
@@ -23,6 +25,8 @@ _SPLIT_SCHEMA = pa.schema(
     ]
 )
 _BATCH = 4096  # episodes assigned and written at a time
+
+log = logging.getLogger(__name__)
 
 
 def assign_splits(spec: SourceSpec, key: str, layout: OutLayout) -> dict[str, Any]:
@@ -51,6 +55,9 @@ def assign_splits(spec: SourceSpec, key: str, layout: OutLayout) -> dict[str, An
                     }
                 )
             out.write_table(pa.Table.from_pylist(rows, schema=_SPLIT_SCHEMA))
+    log.info(
+        f"{directory}: {count(counts[MAIN], 'episode')} to the main shards, {counts[VAL]} to the val shards"
+    )
     return {
         "rule": spec.split_rule.record(),
         "episodes": counts[MAIN] + counts[VAL],
