@@ -138,7 +138,7 @@ def build(partitions: Sequence[Partition]) -> int:
         print(f" {_seconds(time.monotonic() - t)}", flush=True)
     print(f"built {len(partitions)} partitions in {_seconds(time.monotonic() - started)}")
     print(f"output: {out}  (run logs: {logs})")
-    print(f"check it: python -m gui_assets.validate {shlex.quote(str(out))}")
+    print(f"look at it: gui-assets view {shlex.quote(str(out))}")
     return 0
 
 

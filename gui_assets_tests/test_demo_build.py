@@ -81,7 +81,7 @@ def test_the_end_says_where_the_output_is_and_how_to_check_it(tmp_path, monkeypa
     assert demo_build.main(["--only", "pango"]) == 0
     out = capsys.readouterr().out
     assert f"output: {tmp_path / 'out'}" in out
-    assert f"check it: python -m gui_assets.validate {tmp_path / 'out'}" in out
+    assert f"look at it: gui-assets view {tmp_path / 'out'}" in out
 
 
 def test_a_run_that_cannot_start_is_named(tmp_path, monkeypatch, capsys):
@@ -114,4 +114,4 @@ def test_the_demo_command_builds_a_partition_as_the_user_would(tmp_path):
     assert (build / "pango_sample" / "dataset_info.json").is_file()
     assert (build / "pango_sample" / "pango_sample_0000.hdf5").is_file()
     assert (build / "_work" / "demo_logs" / "pango_sample.log").is_file()
-    assert f"check it: python -m gui_assets.validate {build}" in r.stdout
+    assert f"look at it: gui-assets view {build}" in r.stdout
