@@ -1,10 +1,11 @@
 """`gui-assets`: the commands a user runs besides Dagster's.
 
     gui-assets demo [...]       build every registered partition of the demo (or a chosen few)
+    gui-assets validate DIR...  judge a build or a download against the output format
     gui-assets view PATH...     a local web page over shards, directories or a whole build
 
 Each subcommand lives in its own module and is imported only when it runs, so `gui-assets
-view` never loads Dagster or the pipeline.
+validate` and `gui-assets view` never load Dagster or the pipeline.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Sequence
 # subcommand -> (module with `main(argv) -> int`, one line of help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("gui_assets.demo_build", "build the demo dataset (every source, every partition)"),
+    "validate": ("gui_assets.validate", "check a build or a download against the output format"),
     "view": ("gui_assets.viewer", "serve a local page to look at demonstrations in shards"),
 }
 

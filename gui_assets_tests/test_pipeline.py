@@ -7,7 +7,6 @@ import hashlib
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import h5py
 import numpy as np
@@ -18,17 +17,17 @@ from gui_assets.pipeline import EmptyPartitionError, RawSettings, build_director
 from gui_assets.sources import MIND2WEB
 from gui_assets_tests.conftest import REPO, m2w_row
 
-VALIDATOR = Path(__file__).resolve().parents[2] / "shared" / "tools" / "validate_output.py"
 
-
-def test_the_shared_validator_finds_nothing(demo_build):
+def test_the_validator_finds_nothing(demo_build):
+    """`python -m gui_assets.validate` over the whole demo build: every rule holds."""
     out, _ = demo_build
-    if not VALIDATOR.is_file():
-        pytest.skip(f"validator not found at {VALIDATOR}")
-    r = subprocess.run([sys.executable, str(VALIDATOR), str(out)], capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-m", "gui_assets.validate", str(out)], capture_output=True, text=True
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     for key in MIND2WEB.partition_keys:
-        assert f"mind2web_{key}: 1 shards" in r.stdout and "0 findings" in r.stdout
+        assert f"mind2web_{key} (directory, {out / f'mind2web_{key}'}): 1 shard," in r.stdout
+    assert r.stdout.splitlines()[-1].endswith("0 findings; every rule holds")
 
 
 def test_dataset_info_matches_the_shards_and_upstream(demo_build, demo_mirror):

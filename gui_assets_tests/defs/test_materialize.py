@@ -169,12 +169,10 @@ def test_the_readme_cli_command_builds_the_demo(tmp_path):
     assert "RUN_SUCCESS" in r.stderr + r.stdout
     d = tmp_path / "build" / "mind2web_train"
     assert (d / "mind2web_train_0000.hdf5").is_file() and (d / "dataset_info.json").is_file()
-    validator = ROOT.parent / "shared" / "tools" / "validate_output.py"
-    if validator.is_file():
-        v = subprocess.run(
-            [sys.executable, str(validator), str(tmp_path / "build")], capture_output=True, text=True
-        )
-        assert v.returncode == 0, v.stdout
+    v = subprocess.run(
+        [sys.executable, "-m", "gui_assets.validate", str(tmp_path / "build")], capture_output=True, text=True
+    )
+    assert v.returncode == 0, v.stdout + v.stderr
 
 
 @pytest.mark.slow
