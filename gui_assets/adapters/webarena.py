@@ -218,8 +218,8 @@ def _episode(
                 run.drop(e.reason)
         elif is_unconverted(call):
             ignored[call.name] += 1
-        if call.page and call.point is not None:
-            pointer[call.page] = call.point
+        if call.page and call_point(call) is not None:
+            pointer[call.page] = call_point(call)
     run.stats.ignored_calls.update(ignored)
     sites = cfg.get("sites") or []
     return run.episode(
@@ -304,6 +304,19 @@ class _Canvas:
         return self.make(kind, placed[0], POINT_MASK, text, name)
 
 
+# Device calls given their own x, y (`page.mouse.click(x, y)`, `page.mouse.move`, a touchscreen
+# tap): that is where they act. Their trace records no `input` event, and a v7 `after` repeats
+# the previous call's point, so the params win over the call's recorded point.
+_OWN_POINT = {"mouseclick", "mousemove", "touchscreentap"}
+
+
+def call_point(call: Call) -> Point | None:
+    """Where a call placed the pointer: its own x, y for a device call, else its recorded point."""
+    if call.verb in _OWN_POINT:
+        return _param_point(call.params) or call.point
+    return call.point
+
+
 def _param_point(params: dict[str, Any]) -> Point | None:
     """The x, y a mouse or touchscreen call was given (CSS px), when the trace has no input point."""
     x, y = number(params.get("x"), 0.0), number(params.get("y"), 0.0)
@@ -326,11 +339,11 @@ def _click(call: Call, c: _Canvas, pointer: Point) -> GuiStep:
         name = "double_click"
     else:
         name = f"{button}_click" if button in ("right", "middle") else "click"
-    return c.at(ActionType.CLICK, call.point or _param_point(p), name=name)
+    return c.at(ActionType.CLICK, call_point(call), name=name)
 
 
 def _hover(call: Call, c: _Canvas, pointer: Point) -> GuiStep:
-    return c.at(ActionType.HOVER, call.point or _param_point(call.params))
+    return c.at(ActionType.HOVER, call_point(call))
 
 
 def _check(call: Call, c: _Canvas, pointer: Point) -> GuiStep:

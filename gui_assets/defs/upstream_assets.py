@@ -31,6 +31,11 @@ def upstream_key(spec: SourceSpec) -> dg.AssetKey:
     return dg.AssetKey(f"{spec.name}_upstream")
 
 
+def upstream_kinds(spec: SourceSpec) -> set[str]:
+    """Where the observed files live: a hub repo, or (not_on_hub sources) files mirrored by hand."""
+    return {"filesystem" if spec.not_on_hub else "huggingface", "python"}
+
+
 def upstream_asset(spec: SourceSpec) -> dg.SourceAsset:
     partitions = source_partitions(spec)
 
@@ -39,6 +44,8 @@ def upstream_asset(spec: SourceSpec) -> dg.SourceAsset:
         group_name=spec.name,
         partitions_def=partitions,
         required_resource_keys={"paths", "hub"},
+        # an observable source asset takes its kinds as tags
+        tags={f"dagster/kind/{kind}": "" for kind in upstream_kinds(spec)},
         description=f"What {spec.repo_id} holds now for each partition, observed without downloading "
         "its data (the hub's file tree, or the mirror's files): its version is what the raw asset "
         f"`{spec.name}` records when it builds the same files, so a change marks that partition stale.",

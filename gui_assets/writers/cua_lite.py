@@ -9,11 +9,12 @@ metadata_kind, dims (`[platform, "use"]`, the path's), extra_tool_schemas (the p
 standalone tools in cua-lite's nested shape), valid_actions (null) and others (ids, source,
 outcome; never a split). The user turn shows the first screen and the instruction; each
 assistant turn is one tool call (`call_0000`, ...), its dataset reasoning in `inline_reasoning`
-and its step's desc in `action_description` parts; the `tool` result after a non-finish call
-shows the next screen; the row ends on an assistant turn. An observation that is a whole
-screenshot keeps its original bytes; a window of one (Mind2Web's viewport slices) is cropped and
-stored as PNG. How steps become calls, how a row finishes and the rule for a step cua-lite cannot
-express are in `cua_lite_actions`; key names in `cua_lite_keys`.
+and its step's desc in `action_description` parts (coordinates in [0, 1000], as in the calls);
+the `tool` result after a non-finish call shows the next screen; the row ends on an assistant
+turn. An observation that is a whole screenshot keeps its original bytes; a window of one
+(Mind2Web's viewport slices) is cropped and stored as PNG. How steps become calls, how a row
+finishes and the rule for a step cua-lite cannot express are in `cua_lite_actions`; key names
+in `cua_lite_keys`.
 
 Cost follows what changed: a directory whose inputs are unchanged since the last export is
 reused from its manifest (`cua_lite_manifest`), not read again; frames are placed by
@@ -66,6 +67,7 @@ from gui_assets.writers.cua_lite_actions import (
     PLATFORM_TOOLS,
     Call,
     RowPlan,
+    description,
     extra_tool_schemas,
     plan_episode,
 )
@@ -111,7 +113,7 @@ def _assistant(call: Call, call_id: str) -> dict[str, Any]:
     """One assistant turn: reasoning and description parts, then its single tool call."""
     thoughts = list(dict.fromkeys(s.thought for s in call.steps if s.thought))
     content = [{"type": "inline_reasoning", "text": t} for t in thoughts]
-    content.append({"type": "action_description", "text": "; ".join(s.desc for s in call.steps)})
+    content.append({"type": "action_description", "text": "; ".join(description(s) for s in call.steps)})
     function = {"name": call.tool, "arguments": call.arguments}
     return {
         "role": "assistant",

@@ -11,7 +11,7 @@ in the action_description; a click the source recorded with no point, `no_point`
 coordinate, which cua-lite reads as a click where the pointer is: exactly what was recorded);
 HOVER -> mouse_move; DRAG -> drag; SCROLL -> scroll in the view's direction, `amount` whole
 units of 0.05 of the frame (at least 1) at the gesture's start; TYPE -> type (a grounded
-TYPE types at the focus: cua-lite has no point for it); PRESS_ENTER -> key enter; PRESS_KEY ->
+TYPE is a click at its point, then type: cua-lite's type has no point); PRESS_ENTER -> key enter; PRESS_KEY ->
 key / type actions (`cua_lite_keys`); WAIT -> wait for the seconds in desc (1 when desc names
 none, at most cua-lite's 30); GOTO -> `goto(url)` on a browser, ctrl+l then typing the url and
 Enter on a desktop; PRESS_BACK -> `back()` on a browser, alt+left on a desktop.
@@ -42,7 +42,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from gui_assets.ir import ActionType, GuiStep, view_direction
+from gui_assets.ir import ActionType, GuiStep, fmt_coord, view_direction
 from gui_assets.writers.cua_lite_keys import press_actions
 
 COMPUTER = "computer"
@@ -116,6 +116,25 @@ def _k(v: float) -> int:
     return max(0, min(1000, round(v * 1000)))
 
 
+def description(step: GuiStep) -> str:
+    """The step's desc as an SFT target beside tool calls in integer [0, 1000] coordinates: the
+    coordinates the desc renders ('click(0.71, 0.78)', from the unmasked params) in the same
+    integers ('click(710, 780)'). Anything else it says (a view direction, typed text that happens
+    to hold numbers, a wait's seconds) is left as it is."""
+    slots = [i for i in range(4) if step.mask[i]]
+    if not slots:
+        return step.desc
+    verb, paren, _ = step.desc.partition("(")
+    rendered = ", ".join(fmt_coord(step.params[i]) for i in slots)
+    prefix = f"{verb}({rendered}"
+    if not paren or not step.desc.startswith(prefix):
+        return step.desc
+    rest = step.desc[len(prefix) :]
+    if rest[:1] not in (",", ")"):  # the rendered coordinates must end there, not run on into digits
+        return step.desc
+    return f"{verb}({', '.join(str(_k(step.params[i])) for i in slots)}{rest}"
+
+
 _CLICK_DESC = re.compile(r"(?:(left|right|middle)_)?(double_|triple_)?click(?:_x(\d+))?\(")
 
 
@@ -178,7 +197,10 @@ def computer_actions(step: GuiStep, key_drops: Counter[str]) -> list[dict[str, A
         scroll = _scroll(step)
         return scroll if isinstance(scroll, str) else [scroll]
     if t == ActionType.TYPE:
-        return [{"action": "type", "text": step.text}]
+        typing = {"action": "type", "text": step.text}
+        if step.grounded:  # cua-lite's type has no point: click where the source typed, then type
+            return [{"action": "click", "coordinate": [_k(p[0]), _k(p[1])]}, typing]
+        return [typing]
     if t == ActionType.PRESS_ENTER:
         return [{"action": "key", "keys": ["enter"]}]
     if t == ActionType.PRESS_KEY:

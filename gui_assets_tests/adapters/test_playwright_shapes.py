@@ -460,3 +460,18 @@ def test_the_reader_keeps_every_input_of_a_call(tmp_path):
     archive.close()
     assert call.points == [(1.0, 2.0), (3.0, 4.0)] and call.box == (0.0, 0.0, 10.0, 10.0)
     assert call.drag_points() == ((1.0, 2.0), (3.0, 4.0)) and json.dumps(call.params) == "{}"
+
+
+def test_a_raw_mouse_click_in_a_real_v7_trace_lands_on_its_own_point(tmp_path):
+    """Playwright 1.45 (trace v7) records `page.mouse.click(x, y)` with no input event and an
+    `after.point` repeating the previous call's point: the step must sit at its own x, y."""
+    sample = Path(__file__).parents[1] / "samples" / "playwright" / "v7_mouse_click.zip"
+    mirror = mirror_with(tmp_path, {"5.zip": sample.read_bytes()}, [5])
+    (ep,), _ = run(mirror, tmp_path)
+    clicks = [s for s in ep.steps if s.action_type == ActionType.CLICK]
+    hovers = [s for s in ep.steps if s.action_type == ActionType.HOVER]
+    want = [(140, 120), (550, 450), (620, 90)]  # the button's centre, then each mouse.click's x, y
+    # in pixels of the step's own frame (the screencast JPEG shows the viewport's CSS px 1:1 here)
+    assert [tuple(round(v) for v in pixel(s)) for s in clicks] == want
+    assert [tuple(round(v) for v in pixel(s)) for s in hovers] == [(300, 200)]
+    assert all(s.mask == POINT_MASK for s in clicks + hovers)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import shutil
 from collections import Counter
 from pathlib import Path, PurePosixPath
@@ -681,3 +682,64 @@ def test_key_presses_become_canonical_key_and_type_actions(frames):
     assert (
         plan.keys_dropped == {"unknown_key": 1} and "truncated" not in json.loads(row["metadata"])["others"]
     )
+
+
+def _step(
+    kind: ActionType, params: tuple[float, ...], mask: tuple[float, ...], text: str = "", desc: str = ""
+):
+    obs = Observation("ab" * 32, "png", 0, 0, 1280, 1080)
+    ref = SourceRef("o/r", "rev", "f.parquet", row=0)
+    return step_builder(obs, ref)(kind, params, mask, text, desc=desc)
+
+
+@pytest.mark.parametrize(
+    ("kind", "params", "mask", "text", "desc", "want"),
+    [
+        (ActionType.CLICK, (0.71, 0.78), POINT_MASK, "", "", "click(710, 780)"),
+        (ActionType.CLICK, (0.95, 0.51), POINT_MASK, "", "right_click(0.95, 0.51)", "right_click(950, 510)"),
+        (ActionType.TYPE, (0.2, 0.3), POINT_MASK, "0.25 kg", "", 'type(200, 300, "0.25 kg")'),
+        (ActionType.DRAG, (0.1, 0.2, 0.3, 0.4), (1, 1, 1, 1), "", "", "drag(100, 200, 300, 400)"),
+        (ActionType.TYPE, (0, 0), NO_MASK, "0.50", "", 'type("0.50")'),  # typed numbers stay
+        (ActionType.SCROLL, (0.5, 0.8, 0.5, 0.2), (1, 1, 1, 1), "", "", "scroll(down)"),
+        (ActionType.WAIT, (0, 0), NO_MASK, "", "wait(2.5)", "wait(2.5)"),
+    ],
+)
+def test_the_action_description_uses_the_tool_calls_integer_coordinates(kind, params, mask, text, desc, want):
+    from gui_assets.writers.cua_lite_actions import description
+
+    assert description(_step(kind, params, mask, text, desc)) == want
+
+
+def test_no_exported_action_description_renders_a_point_in_unit_coordinates(every_demo):
+    _, result = every_demo
+    root = Path(result["root"])
+    unit_point = re.compile(r"^\w+\([01]\.\d\d, [01]\.\d\d")
+    descriptions = 0
+    for rows in export_rows(root).values():
+        for row in rows:
+            for message in json.loads(row["messages"]):
+                for part in message.get("content") or []:
+                    if isinstance(part, dict) and part.get("type") == "action_description":
+                        descriptions += 1
+                        for one in part["text"].split("; "):
+                            assert not unit_point.match(one), one
+    assert descriptions > 100
+
+
+def test_a_grounded_weblinx_typing_step_keeps_where_it_typed(demo_mirror, tmp_path):
+    from gui_assets.sources import WEBLINX
+    from gui_assets.writers.cua_lite_actions import computer_actions
+    from gui_assets_tests.conftest import run_adapter
+
+    episodes, _ = run_adapter(WEBLINX, demo_mirror, "valid", tmp_path)
+    typing = [s for e in episodes for s in e.steps if s.action_type == ActionType.TYPE]
+    grounded = [s for s in typing if s.grounded]
+    assert grounded, "the demo's WebLINX replay has a `change` intent at an element"
+    for s in grounded:
+        point = [round(s.params[0] * 1000), round(s.params[1] * 1000)]
+        assert computer_actions(s, Counter()) == [
+            {"action": "click", "coordinate": point},
+            {"action": "type", "text": s.text},
+        ]
+    ungrounded = dataclasses.replace(grounded[0], mask=NO_MASK, params=(0.0, 0.0, 0.0, 0.0))
+    assert computer_actions(ungrounded, Counter()) == [{"action": "type", "text": grounded[0].text}]
