@@ -1,13 +1,16 @@
-"""Every knob that changes output bytes. Recorded whole in dataset_info.json build.config."""
+"""Every knob that changes output bytes, declared once. Recorded in dataset_info.json build.config."""
 
 from __future__ import annotations
 
 import importlib.util
 import os
 import zlib
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import MISSING, dataclass, field, fields, replace
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gui_assets.source_spec import SourceSpec
 
 DEFAULT_SHARD_CAP_BYTES = 500 * 1000 * 1000
 FRAME_CODECS = ("isal", "gzip")
@@ -30,31 +33,67 @@ def usable_cpus() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def knob(
+    default: Any = MISSING,
+    *,
+    meaning: str,
+    default_factory: Any = MISSING,
+    default_text: str = "",
+    typed_as: str = "",
+    unit: float = 1,
+) -> Any:
+    """A BuildConfig field declared with what run config and the README need: its one-line
+    `meaning`, the README's `default_text` where the value alone would mislead, and, for a
+    knob typed in another unit, its run-config name (`typed_as`) and `unit` (config value =
+    typed value x unit). `gui_assets.settings` turns these into the build resource's fields."""
+    metadata = {"meaning": meaning, "default_text": default_text, "typed_as": typed_as, "unit": unit}
+    if default_factory is not MISSING:
+        return field(default_factory=default_factory, metadata=metadata)
+    return field(default=default, metadata=metadata)
+
+
 @dataclass(frozen=True, slots=True)
 class BuildConfig:
-    shard_cap_bytes: int = DEFAULT_SHARD_CAP_BYTES
+    """Every knob that changes output bytes, each declared once, here (with its meaning for run
+    config and the README), plus each source's options (declared on its SourceSpec)."""
+
+    shard_cap_bytes: int = knob(
+        DEFAULT_SHARD_CAP_BYTES,
+        meaning="shard size cap; a shard rolls on a demo boundary",
+        typed_as="shard_cap_mb",
+        unit=1e6,
+    )
     # Frames are always stored behind HDF5's built-in gzip filter, which every LIBERO/robomimic
     # loader reads without plugins. "isal": deflated by ISA-L outside HDF5 at isal_level (0-3)
     # and written with write_direct_chunk; "gzip": h5py's own filter at gzip_level.
-    frame_codec: str = field(default_factory=default_frame_codec)
-    isal_level: int = 2
-    gzip_level: int = 4
-    # Mind2Web: the capture viewport and the wheel step used to reach targets below the fold.
-    viewport_width: int = 1280
-    viewport_height: int = 1080
-    scroll_step_fraction: float = 0.75
-    # A target closer than this share of the viewport to its bottom edge is scrolled past it.
-    scroll_bottom_margin: float = 0.10
-    # Pango: keep mouseover_start/_end pairs as HOVER steps (else they are dropped as pointer noise).
-    pango_hover: bool = False
+    frame_codec: str = knob(
+        default_factory=default_frame_codec,
+        meaning="`isal` (ISA-L deflate, direct chunk writes) or `gzip` (h5py's filter); "
+        "plain gzip to every reader",
+        default_text="`isal` (`gzip` without the isal package)",
+    )
+    isal_level: int = knob(2, meaning="ISA-L level (0-3) for `isal`")
+    gzip_level: int = knob(4, meaning="deflate level (0-9) for `gzip`")
     # Everything the shard writer holds decoded at once (pages being cropped, chunks read ahead);
     # a page that alone needs more is left out by name (frame_over_budget), never decoded.
-    decode_budget_mb: int = 512
+    decode_budget_mb: int = knob(
+        512,
+        meaning="memory the shard writer may hold decoded (at least 64); a page needing more is "
+        "dropped by name",
+    )
     # [H, W] every agentview frame of the build is resized to, so whole directories (and all of
     # them together) batch in one DataLoader; None keeps each demo's native size (one size per
     # shard either way). The eye-in-hand crop is always cut at native pixels; native_hw keeps
     # each step's source size.
-    agentview_hw: tuple[int, int] | None = None
+    agentview_hw: tuple[int, int] | None = knob(
+        None,
+        meaning="`[H, W]` every agentview frame is resized to, so all shards batch together",
+        default_text="each demo's own size",
+    )
+    # {source: {option: value}}: as given (run config), or resolved by for_source for one source.
+    source_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    # The source for_source resolved this config for ("" before): whose options `options` holds.
+    source: str = ""
 
     def __post_init__(self) -> None:
         if self.shard_cap_bytes <= 0:
@@ -74,18 +113,38 @@ class BuildConfig:
             object.__setattr__(self, "agentview_hw", hw)
         if self.decode_budget_mb < 64:
             raise ValueError("decode_budget_mb must be at least 64")
-        if not 0 < self.scroll_step_fraction <= 1:
-            raise ValueError("scroll_step_fraction must be in (0, 1]")
-        if not 0 <= self.scroll_bottom_margin < 1 - self.scroll_step_fraction + 1e-9:
-            # Otherwise a scroll step could carry the target past the top of the view.
-            raise ValueError("scroll_bottom_margin must be below 1 - scroll_step_fraction")
+        if not isinstance(self.source_options, Mapping) or not all(
+            isinstance(v, Mapping) for v in self.source_options.values()
+        ):
+            raise ValueError("source_options must map each source's name to {option: value}")
+        # A copy: the caller's mappings are not the config's.
+        object.__setattr__(self, "source_options", {k: dict(v) for k, v in self.source_options.items()})
 
     @property
     def decode_budget_bytes(self) -> int:
         return self.decode_budget_mb * 1000 * 1000
 
+    def for_source(self, spec: SourceSpec) -> BuildConfig:
+        """This config for one source's partition: that source's options checked against its
+        declaration and their defaults filled (OptionError names a bad one), the other sources'
+        left out. Resolving twice changes nothing."""
+        given = self.source_options.get(spec.name, {})
+        return replace(self, source_options={spec.name: spec.resolve_options(given)}, source=spec.name)
+
+    @property
+    def options(self) -> Mapping[str, Any]:
+        """The options of the source this config was resolved for (`for_source`)."""
+        if not self.source:
+            raise LookupError("this BuildConfig was resolved for no source: call for_source(spec) first")
+        return self.source_options[self.source]
+
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """dataset_info.json `build.config`: every knob, and the options of every source held."""
+        d = {
+            f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("source", "source_options")
+        }
+        d["source_options"] = {k: dict(v) for k, v in sorted(self.source_options.items())}
+        return d
 
 
 def frame_deflater(config: BuildConfig) -> Callable[[bytes | memoryview], bytes]:

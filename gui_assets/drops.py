@@ -160,7 +160,7 @@ class DropReason(enum.StrEnum):
         "a trace event whose time, point, box, size or params is mistyped, NaN, infinite, negative or "
         "absurd (that value is not used)",
     )
-    MOUSEOVER = ("mouseover", Unit.EVENT, "a mouseover event (pointer noise unless pango_hover)")
+    MOUSEOVER = ("mouseover", Unit.EVENT, "a mouseover event (pointer noise unless Pango's `hover` option)")
     UNPAIRED_DRAG = ("unpaired_drag", Unit.EVENT, "a drag start or end without its other half")
     MALFORMED_TIMESTAMP = (
         "malformed_timestamp",

@@ -261,7 +261,8 @@ def _spec_roots_and_data(stage: str, spec: SourceSpec) -> tuple[list[str], Any]:
         roots = [f.__module__ for f in fns if f is not None]
         return roots, [spec.repo_id, spec.not_on_hub, {k: spec.file_patterns(k) for k in spec.partition_keys}]
     if stage == "episodes":
-        return [spec.adapter.__module__], [spec.name, spec.max_image]
+        # The options' defaults are declared in the registry, which no stage imports.
+        return [spec.adapter.__module__], [spec.name, spec.max_image, spec.resolve_options({})]
     if stage == "splits":
         return [spec.split_rule.assign.__module__], spec.split_rule.record()
     if stage == "shards":

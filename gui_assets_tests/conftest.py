@@ -24,7 +24,7 @@ from gui_assets.ir import GuiEpisode
 from gui_assets.layout import DatasetInfo, OutLayout
 from gui_assets.pipeline import RawSettings, build_directory, fetch_raw
 from gui_assets.source_spec import SourceSpec
-from gui_assets.sources import MIND2WEB
+from gui_assets.sources import MIND2WEB, SOURCES
 from gui_assets.stages.episodes import adapt
 from gui_assets.stats import BuildStats
 
@@ -93,13 +93,19 @@ def m2w_row(
 
 
 def run_adapter(
-    spec: SourceSpec, mirror: Path, partition: str, tmp: Path, **config: Any
+    spec: SourceSpec,
+    mirror: Path,
+    partition: str,
+    tmp: Path,
+    options: dict[str, Any] | None = None,
+    **config: Any,
 ) -> tuple[list[GuiEpisode], BuildStats]:
-    """A source's adapter over one partition of a mirror, as the episodes stage runs it:
-    (the episodes, the stage's counts)."""
+    """A source's adapter over one partition of a mirror, as the episodes stage runs it, with
+    BuildConfig knobs `config` and the source's `options`: (the episodes, the stage's counts)."""
     raw = fetch_raw(spec, partition, OutLayout(tmp / "out"), RawSettings(mode="mirror", mirror=mirror))
     stats = BuildStats()
-    episodes = list(adapt(spec, raw, ImageStore(tmp / "images"), BuildConfig(**config), stats))
+    build = BuildConfig(**config, source_options={spec.name: options or {}})
+    episodes = list(adapt(spec, raw, ImageStore(tmp / "images"), build, stats))
     return episodes, stats
 
 
@@ -123,7 +129,7 @@ def write_m2w(tmp_path: Path) -> WriteMirror:
 
 @pytest.fixture(scope="session")
 def demo_mirror(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return ensure_demo_mirror(tmp_path_factory.mktemp("demo") / "mirror")
+    return ensure_demo_mirror(tmp_path_factory.mktemp("demo") / "mirror", SOURCES)
 
 
 @pytest.fixture(scope="session")

@@ -11,11 +11,17 @@ Used by `test_fuzz.run_case` (the CI suite and `fuzz_explore`), by the Pango eve
   12000x60000 over a few KB, a real (valid, all-blank) 12000x20000 palette PNG of ~200 KB;
 - archives: a member renamed to an absolute or `..` path, turned into a symlink, or a
   thousandfold-compressible bomb;
+- CSV tables: a cell's value damaged as above, a field too many or too few, a quote never closed;
 - files: truncated at a random byte.
+
+A file gets the damage of its format (`damage_route`: by suffix, or by content for an image
+under another name); a file of no known format is refused by name (`UndamageableFile`), never
+left alone, and `test_fuzz` checks every registered source's raw files have a route.
 """
 
 from __future__ import annotations
 
+import csv
 import functools
 import io
 import json
@@ -352,26 +358,108 @@ def damage_zip(path: Path, rng: random.Random, value_kind: str, image_kind: str)
     return what
 
 
+CSV_DAMAGE = ("cell", "cell", "cell", "extra_field", "missing_field", "open_quote")
+
+
+def _encoded(text: str) -> bytes:
+    """Text back to bytes: bytes that were not UTF-8 stay as they were, a lone surrogate that
+    damage put in becomes the invalid bytes a broken writer would leave."""
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")
+
+
+def damage_csv(path: Path, rng: random.Random, value_kind: str) -> str:
+    """One data row of a CSV table (quoted fields, embedded newlines) damaged: a cell's value
+    (JSON inside it damaged as JSON), a field added or removed, or a quote left open to the end."""
+    rows = list(csv.reader(io.StringIO(path.read_bytes().decode("utf-8", "surrogateescape"), newline="")))
+    if len(rows) < 2:  # no data row: the header is all there is to break
+        path.write_bytes(damage_image(path.read_bytes(), "flip", rng))
+        return "no data row: a byte flipped"
+    i = rng.randrange(1, len(rows))
+    row, kind = rows[i], rng.choice(CSV_DAMAGE)
+    if not row and kind != "open_quote":  # a blank line has no cell to damage or remove
+        kind = "extra_field"
+    if kind == "cell":
+        j = rng.randrange(len(row))
+        column = rows[0][j] if j < len(rows[0]) else str(j)
+        try:
+            doc, how = damage_tree(json.loads(row[j]), value_kind, rng) if row[j][:1] in "[{" else (None, "")
+        except ValueError:
+            doc, how = None, ""
+        if how:
+            row[j], how = _dumps(doc), f"json {how}"
+        else:
+            new = _damaged_value(value_kind if value_kind != "delete" else "empty", row[j], rng)
+            row[j], how = new if isinstance(new, str) else _dumps(new), f"value {value_kind}"
+        what = f"row {i} column {column}: {how}"
+    elif kind == "extra_field":
+        row.append("surplus")
+        what = f"row {i}: a field too many"
+    elif kind == "missing_field":
+        row.pop()
+        what = f"row {i}: a field too few"
+    else:
+        what = f"row {i}: a quote never closed"
+    out = io.StringIO(newline="")
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerows(rows[:i] if kind == "open_quote" else rows)
+    if kind == "open_quote":
+        out.write('"' + ",".join(row) + "\n")
+        writer.writerows(rows[i + 1 :])
+    path.write_bytes(_encoded(out.getvalue()))
+    return what
+
+
+def _damage_json_file(path: Path, rng: random.Random, value_kind: str, image_kind: str) -> str:
+    try:
+        raw, how = damage_json_bytes(path.read_bytes(), rng, value_kind)
+    except ValueError:
+        raw, how = path.read_bytes()[:-7], "broken JSON cut"
+    path.write_bytes(raw)
+    return how
+
+
+def _damage_image_file(path: Path, rng: random.Random, value_kind: str, image_kind: str) -> str:
+    path.write_bytes(damage_image(path.read_bytes(), image_kind, rng))
+    return f"image {image_kind}"
+
+
+# The damage of each format a raw file can have: (path, rng, value_kind, image_kind) -> what.
+ROUTES = {
+    ".parquet": damage_parquet,
+    ".zip": damage_zip,
+    ".jsonl": lambda path, rng, value_kind, image_kind: damage_json_lines(path, rng, value_kind),
+    ".json": _damage_json_file,
+    ".csv": lambda path, rng, value_kind, image_kind: damage_csv(path, rng, value_kind),
+    ".png": _damage_image_file,
+    ".jpg": _damage_image_file,
+    ".jpeg": _damage_image_file,
+}
+
+
+class UndamageableFile(ValueError):
+    """A raw file of a format the fuzz vocabulary has no damage for."""
+
+
+def damage_route(path: Path) -> str | None:
+    """The ROUTES key of the damage `path` gets: its suffix, or `.png` for an image under
+    another name; None when no damage fits it."""
+    suffix = path.suffix.lower()
+    if suffix in ROUTES:
+        return suffix
+    with path.open("rb") as f:
+        head = f.read(16)
+    return ".png" if _is_image(head) else None
+
+
 def damage_file(path: Path, rng: random.Random, value_kind: str, image_kind: str) -> str:
+    route = damage_route(path)
+    if route is None:
+        raise UndamageableFile(f"{path}: no damage for this format (fuzz_damage.ROUTES): add one")
     if rng.random() < 0.12:  # the whole file: truncated at a random byte
         raw = path.read_bytes()
         path.write_bytes(raw[: rng.randrange(0, max(1, len(raw)))])
         return "file truncated"
-    suffix = path.suffix.lower()
-    if suffix == ".parquet":
-        return damage_parquet(path, rng, value_kind, image_kind)
-    if suffix == ".zip":
-        return damage_zip(path, rng, value_kind, image_kind)
-    if suffix == ".jsonl":
-        return damage_json_lines(path, rng, value_kind)
-    if suffix == ".json":
-        try:
-            raw, how = damage_json_bytes(path.read_bytes(), rng, value_kind)
-        except ValueError:
-            raw, how = path.read_bytes()[:-7], "broken JSON cut"
-        path.write_bytes(raw)
-        return how
-    if suffix in (".png", ".jpg", ".jpeg"):
-        path.write_bytes(damage_image(path.read_bytes(), image_kind, rng))
-        return f"image {image_kind}"
-    return "left alone"
+    return ROUTES[route](path, rng, value_kind, image_kind)

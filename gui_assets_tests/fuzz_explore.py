@@ -189,11 +189,13 @@ def summary_table(doc: dict[str, Any]) -> str:
 def _prepare(args: argparse.Namespace, sources: set[str]) -> tuple[Path, Path, Path]:
     """(workdir, demo mirror, baselines JSON) for a run over `sources`."""
     from gui_assets.demo import ensure_demo_mirror
+    from gui_assets.sources import SOURCES
     from gui_assets_tests.test_fuzz import build_baselines
 
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="fuzz-explore-")).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
-    mirror = Path(args.mirror).resolve() if args.mirror else ensure_demo_mirror(workdir / "demo-mirror")
+    demo = workdir / "demo-mirror"
+    mirror = Path(args.mirror).resolve() if args.mirror else ensure_demo_mirror(demo, SOURCES)
     baselines = workdir / "baselines.json"
     built = build_baselines(mirror, workdir / "baseline", sources)
     baselines.write_text(json.dumps(built), encoding="utf-8")

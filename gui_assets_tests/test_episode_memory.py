@@ -1,4 +1,4 @@
-"""Memory of the chain's stages is bounded by a window, never by the partition (issue 18).
+"""Memory of the chain's stages is bounded by a window, never by the partition.
 
 Each stage runs in this process over generated Multimodal-Mind2Web partitions of N and 4N
 steps; tracemalloc's peak (every Python allocation: rows, dicts, lists, buffers made into bytes)

@@ -69,6 +69,8 @@ def test_the_registry_is_imported_only_by_the_location_the_backfill_and_the_demo
         "gui_assets.definitions",
         "gui_assets.backfill",
         "gui_assets.demo_build",  # every partition of every source, for `gui-assets demo`
+        "gui_assets.defs.resources",  # the demo mirror's generators and each source's options config
+        "gui_assets.source_docs",  # renders every source's page and the README tables
     }
 
 

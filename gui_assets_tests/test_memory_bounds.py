@@ -1,4 +1,4 @@
-"""Peak memory of a real CLI build over forged-size screenshots (issue 20).
+"""Peak memory of a real CLI build over forged-size screenshots.
 
 A Multimodal-Mind2Web mirror partition whose screenshots are forged: PNG headers claiming
 30000x30000, 12000x90000 (inside Mind2Web's max_image, over a few KB of data) and
@@ -33,7 +33,7 @@ from gui_assets_tests.fuzz_damage import blank_png, forged_jpeg, forged_png
 pytestmark = pytest.mark.slow
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-PEAK_LIMIT_MB = 1000  # the issue's "under 1 GB" for the CLI's whole process
+PEAK_LIMIT_MB = 1000  # under 1 GB for the CLI's whole process
 CHAIN = "mind2web,mind2web_episodes,mind2web_splits,mind2web_shards,mind2web_dataset_info"
 TALL = "tall-page"
 

@@ -1,6 +1,7 @@
 """Per-source facts live beside the source: each adapter's docstring lists exactly the drop
-reasons it can emit, and docs/sources/<name>.md is rendered from it (run this module to
-rewrite the pages: `python -m gui_assets_tests.test_source_docs`)."""
+reasons it can emit, docs/sources/<name>.md is rendered from it and from the declaration, and
+the README's sources, variables and knobs tables from the registry and gui_assets.settings
+(`python -m gui_assets.source_docs` rewrites them all)."""
 
 from __future__ import annotations
 
@@ -14,10 +15,19 @@ from gui_assets import archives, assembly, images
 from gui_assets.adapters import playwright_trace, pyautogui_code
 from gui_assets.drops import DropReason
 from gui_assets.lineage import import_closure, module_path
-from gui_assets.source_docs import documented_drops, render_drops_page, render_source_page
-from gui_assets.sources import SOURCES
+from gui_assets.source_docs import (
+    COMMAND,
+    documented_drops,
+    render_knobs_table,
+    render_readme,
+    render_sources_table,
+    rendered_files,
+    replace_section,
+    stale_pages,
+)
+from gui_assets.sources import PANGO, SOURCES, WEBARENA
 
-DOCS = Path(__file__).resolve().parents[1] / "docs"
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def referenced(module: str) -> set[DropReason]:
@@ -32,12 +42,6 @@ def referenced(module: str) -> set[DropReason]:
         and isinstance(node.value, ast.Name)
         and node.value.id == "DropReason"
     }
-
-
-def pages() -> dict[Path, str]:
-    out = {DOCS / "sources" / f"{spec.name}.md": render_source_page(spec) for spec in SOURCES}
-    out[DOCS / "drops.md"] = render_drops_page()
-    return out
 
 
 @pytest.mark.parametrize("spec", SOURCES, ids=lambda s: s.name)
@@ -82,15 +86,37 @@ def test_every_reason_is_used_somewhere_and_documented_with_its_unit():
     assert used == set(DropReason), set(DropReason) - used
 
 
-def test_the_docs_pages_are_rendered_from_the_code():
-    for path, text in pages().items():
-        assert path.is_file() and path.read_text(encoding="utf-8") == text, (
-            f"{path} is stale: run python -m gui_assets_tests.test_source_docs"
-        )
+def test_the_docs_pages_and_readme_tables_are_rendered_from_the_code():
+    stale = [
+        str(path.relative_to(ROOT))
+        for path, text in rendered_files(ROOT, SOURCES).items()
+        if not path.is_file() or path.read_text(encoding="utf-8") != text
+    ]
+    stale += [f"{p.relative_to(ROOT)} (no such source)" for p in stale_pages(ROOT, SOURCES)]
+    assert not stale, f"stale generated docs {stale}: run `{COMMAND}` and commit the result"
 
 
-if __name__ == "__main__":
-    for path, text in pages().items():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-        print(path)
+def test_the_sources_table_says_which_sources_hub_mode_builds():
+    rows = {line.split(" | ")[0]: line for line in render_sources_table(SOURCES).splitlines()[2:]}
+    assert len(rows) == len(SOURCES)
+    assert "| no: not on the hub |" in rows["| WebArena (`webarena`)"]
+    assert "| no: no file host allowed |" in rows["| Pango (`pango`)"]
+    assert "| yes |" in rows["| Mind2Web (`mind2web`)"]
+    assert not WEBARENA.hub_mode().works and not PANGO.hub_mode().works
+
+
+def test_every_source_option_is_in_the_knobs_table_where_run_config_sets_it():
+    table = render_knobs_table(SOURCES)
+    for spec in SOURCES:
+        for option in spec.options:
+            assert f"| `source_options.{spec.name}.{option.name}` |" in table
+    assert '"source_options": {"pango": {"hover": true}}' in table  # the example a user copies
+
+
+def test_a_readme_without_its_markers_is_refused_by_name():
+    with pytest.raises(ValueError, match="<!-- knobs:begin -->"):
+        replace_section("no markers here", "knobs", "| table |")
+    text = "a\n<!-- knobs:begin -->\nold\n<!-- knobs:end -->\nb"
+    assert replace_section(text, "knobs", "new") == "a\n<!-- knobs:begin -->\nnew\n<!-- knobs:end -->\nb"
+    with pytest.raises(ValueError, match="sources:begin"):
+        render_readme(text, SOURCES)

@@ -251,7 +251,8 @@ def _read_row(rec: dict[str, Any], ref: SourceRef, run: AdapterRun) -> tuple[str
     if action_type == ActionType.PRESS_ENTER:
         target, text = Target(), "Enter"
     else:
-        target = locate_target(rec.get("pos_candidates"), page.width, page.height, run.config.viewport_width)
+        viewport_w = run.config.options["viewport_width"]
+        target = locate_target(rec.get("pos_candidates"), page.width, page.height, viewport_w)
         text = value if action_type in (ActionType.TYPE, ActionType.SELECT) else ""
     attrs = {
         "annotation_id": annotation_id,
@@ -283,9 +284,10 @@ def expand_action(row: _Row, config: BuildConfig, pointer: tuple[float, float]) 
     """
     # The browser window was the viewport whatever the page: a page shorter (or narrower) than it
     # is seen in a full viewport, the rest the page's background (the writer fills it).
-    vw, vh = config.viewport_width, config.viewport_height
+    options = config.options
+    vw, vh = options["viewport_width"], options["viewport_height"]
     max_offset = max(0, row.page_h - vh)
-    step_px = max(1, round(config.scroll_step_fraction * vh))
+    step_px = max(1, round(options["scroll_step_fraction"] * vh))
 
     def obs(offset: int) -> Observation:
         return Observation(row.image_sha256, row.image_ext, 0, offset, vw, vh)
@@ -295,7 +297,7 @@ def expand_action(row: _Row, config: BuildConfig, pointer: tuple[float, float]) 
     grounded = not row.target.ungrounded and row.action_type != ActionType.PRESS_ENTER
     if grounded and row.target.y >= vh:
         # Wheel down in equal steps until the target sits above the bottom margin.
-        while row.target.y - offset > vh * (1 - config.scroll_bottom_margin) and offset < max_offset:
+        while row.target.y - offset > vh * (1 - options["scroll_bottom_margin"]) and offset < max_offset:
             nxt = min(offset + step_px, max_offset)
             params = scroll_gesture(pointer, nxt - offset, vh)
             steps.append(
@@ -361,7 +363,7 @@ class TaskRows:
     """A split's reduced rows, kept on disk and read back task by task in annotation_id order.
 
     A task's rows may sit in any file in any order, so no episode is complete before the last
-    file is read; held in memory until then they grow with the partition (issue 18). A private
+    file is read; held in memory until then they grow with the partition. A private
     temporary SQLite database holds them instead: its page cache is bounded, it is deleted when
     closed (and its file is already unlinked, so a killed build leaves nothing), and its primary
     keys hand the rows back sorted. TEXT keys compare as UTF-8 bytes, which orders exactly as

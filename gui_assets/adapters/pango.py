@@ -25,7 +25,7 @@ events; sessions never mix), and aggregated into steps:
     scroll (consecutive ones)   one SCROLL: deltas summed (delta_x / delta_y, or deltaX / deltaY,
                                 an axis absent is 0; DOM WheelEvent sign: positive y moves the
                                 view down) at the event point (else the causal cursor)
-    mouseover_start + _end      HOVER at the start point when BuildConfig.pango_hover, else
+    mouseover_start + _end      HOVER at the start point with the `hover` option, else
                                 dropped as `mouseover` (they are mostly pointer noise)
 A step's observation is the screenshot of its first event (taken before it). Numbers are checked
 where they are read: x, y finite and inside the screenshot; timestamps and duration_ms in
@@ -45,7 +45,7 @@ Drop reasons:
     malformed_event           an event that is not an object
     malformed_timestamp       an event whose relative_timestamp_ms is absent or bad
     unpaired_drag             a drag_start or drag_end without its other half
-    mouseover                 mouseover events (pointer noise) unless pango_hover is set
+    mouseover                 mouseover events (pointer noise) unless the `hover` option is set
     unknown_action_verb       an event whose type is absent or one the aggregation does not know
     missing_screenshot        a step whose first event names no screenshot, or one not there
     unsafe_screenshot_reference  a screenshot reference that leaves the repository folder
@@ -344,7 +344,7 @@ def _episode(
 ) -> GuiEpisode | None:
     steps = Steps()
     cache: dict[str, Observation] = {}
-    for kind, group in _group(events, run.config.pango_hover, run.drop):
+    for kind, group in _group(events, run.config.options["hover"], run.drop):
         first = group[0]
         shot = first.get("screenshot_url")
         try:

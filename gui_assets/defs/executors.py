@@ -8,15 +8,15 @@ multiprocess  Dagster's default: a process per step, steps of a run in parallel.
 
 from __future__ import annotations
 
-import os
-
 import dagster as dg
+
+from gui_assets import settings
 
 EXECUTORS = ("in_process", "multiprocess", "celery", "k8s")
 
 
 def executor_from_env() -> dg.ExecutorDefinition:
-    name = (os.environ.get("GUI_ASSETS_EXECUTOR") or "in_process").strip().lower()
+    name = (settings.EXECUTOR.read() or "in_process").strip().lower()
     if name == "in_process":
         return dg.in_process_executor
     if name == "multiprocess":
@@ -24,9 +24,9 @@ def executor_from_env() -> dg.ExecutorDefinition:
     if name == "celery":
         from dagster_celery import celery_executor  # the `scale` extra
 
-        broker = {"env": "GUI_ASSETS_CELERY_BROKER"}
-        has_backend = bool(os.environ.get("GUI_ASSETS_CELERY_BACKEND"))
-        backend = {"env": "GUI_ASSETS_CELERY_BACKEND"} if has_backend else broker
+        broker = {"env": settings.CELERY_BROKER.name}
+        has_backend = bool(settings.CELERY_BACKEND.read())
+        backend = {"env": settings.CELERY_BACKEND.name} if has_backend else broker
         return celery_executor.configured({"broker": broker, "backend": backend}, name="celery")
     if name == "k8s":
         from dagster_k8s import k8s_job_executor  # the `scale` extra

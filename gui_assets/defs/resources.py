@@ -1,21 +1,27 @@
 """Resources: where inputs and outputs live, how the hub is reached, the byte-changing knobs.
 
-Environment variables are read when a run starts, never at import, so the code location
-loads with nothing set; a field set explicitly (tests, run config) wins over the environment.
+Every setting is declared in gui_assets.settings (variables and knobs) or on a source's spec
+(its options); this module only reads them. Environment variables are read when a run starts,
+never at import, so the code location loads with nothing set; a field set explicitly (tests,
+run config) wins over the environment. The resources serve the registered sources: the demo
+mirror holds each one's part, and `source_options` has a section per source with options.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
+import pydantic
 
+from gui_assets import settings
 from gui_assets.alerts import Alert, Delivery, deliver
-from gui_assets.config import DEFAULT_SHARD_CAP_BYTES, BuildConfig, default_frame_codec
+from gui_assets.config import BuildConfig
 from gui_assets.demo import ensure_demo_mirror
 from gui_assets.layout import WORK_DIR
+from gui_assets.source_spec import OptionError, SourceSpec
+from gui_assets.sources import SOURCES
 from gui_assets.stages.raw import RawSettings
 from gui_assets.writers.hub import HfHubTarget, LocalHubTarget, Target
 
@@ -33,22 +39,22 @@ class GuiAssetsPaths(dg.ConfigurableResource):
     source: str | None = None
 
     def out_dir(self) -> Path:
-        return Path(self.out or os.environ.get("GUI_ASSETS_OUT") or "build").resolve()
+        return Path(self.out or settings.OUT.read() or "build").resolve()
 
     def source_mode(self) -> str:
-        mode = (self.source or os.environ.get("GUI_ASSETS_SOURCE") or "mirror").strip().lower()
+        mode = (self.source or settings.SOURCE.read() or "mirror").strip().lower()
         if mode not in ("mirror", "hub"):
-            raise dg.Failure(f"GUI_ASSETS_SOURCE must be 'mirror' or 'hub', not {mode!r}")
+            raise dg.Failure(f"{settings.SOURCE.name} must be 'mirror' or 'hub', not {mode!r}")
         return mode
 
     def mirror_dir(self) -> Path:
-        explicit = self.mirror or os.environ.get("GUI_ASSETS_MIRROR")
+        explicit = self.mirror or settings.MIRROR.read()
         if explicit:
             return Path(explicit).resolve()
-        return ensure_demo_mirror(self.out_dir() / WORK_DIR / DEMO_MIRROR_DIR)
+        return ensure_demo_mirror(self.out_dir() / WORK_DIR / DEMO_MIRROR_DIR, SOURCES)
 
     def uses_demo_mirror(self) -> bool:
-        return not (self.mirror or os.environ.get("GUI_ASSETS_MIRROR"))
+        return not (self.mirror or settings.MIRROR.read())
 
 
 class HubResource(dg.ConfigurableResource):
@@ -64,65 +70,98 @@ class HubResource(dg.ConfigurableResource):
     repo_id: str | None = None
 
     def upload_repo(self) -> str | None:
-        return self.repo_id or os.environ.get("GUI_ASSETS_HUB_REPO") or None
+        return self.repo_id or settings.HUB_REPO.read()
 
     def target(self, out_dir: Path) -> Target:
         repo = self.upload_repo()
         if repo is None:
             return LocalHubTarget(out_dir / "hub", hash_cache=out_dir / WORK_DIR / "hub_hash_cache.json")
-        return HfHubTarget(
-            repo, os.environ.get("HF_TOKEN") or None, self.endpoint or os.environ.get("HF_ENDPOINT")
-        )
+        return HfHubTarget(repo, settings.HF_TOKEN.read(), self.endpoint or settings.HF_ENDPOINT.read())
 
     def raw_settings(self, paths: GuiAssetsPaths) -> RawSettings:
         mode = paths.source_mode()
         return RawSettings(
             mode=mode,
             mirror=paths.mirror_dir() if mode == "mirror" else Path(),
-            token=os.environ.get("HF_TOKEN") or None,
-            endpoint=self.endpoint or os.environ.get("HF_ENDPOINT") or None,
+            token=settings.HF_TOKEN.read(),
+            endpoint=self.endpoint or settings.HF_ENDPOINT.read(),
             cache_dir=Path(self.cache_dir) if self.cache_dir else None,
             revision=self.revision,
         )
 
 
-class BuildSettings(dg.ConfigurableResource):
-    """The knobs that change output bytes (recorded in dataset_info.json build.config)."""
-
-    shard_cap_mb: float = DEFAULT_SHARD_CAP_BYTES / 1e6
-    # "isal" (ISA-L deflate + direct chunk writes; the default when isal is installed) or
-    # "gzip" (h5py's filter). Both are plain gzip datasets to a reader.
-    frame_codec: str | None = None
-    isal_level: int = 2
-    gzip_level: int = 4
-    pango_hover: bool = False
-    # Everything the shard writer holds decoded at once; a page needing more is left out by name.
-    decode_budget_mb: int = 512
-    # [H, W] every agentview frame is resized to (whole directories then batch together); None
-    # keeps each demo's native size.
-    agentview_hw: list[int] | None = None
-    # The cua-lite export leaves a benchmark's evaluation tasks (WebArena's) out; true exports
-    # them as validation (never as train).
-    cua_lite_evaluation_as_validation: bool = False
-    preview_count: int = 665
-    preview_seed: int = 0
-    # Threads that decode and deflate frames in a shard-writing step (not an output knob);
-    # GUI_ASSETS_WRITE_THREADS, else the CPUs this process may use.
-    write_threads: int | None = None
+class BuildSettingsBase(dg.ConfigurableResource):
+    """What `BuildSettings` does with its fields, which are made from the declarations below."""
 
     def config(self) -> BuildConfig:
-        return BuildConfig(
-            shard_cap_bytes=int(self.shard_cap_mb * 1e6),
-            frame_codec=self.frame_codec or default_frame_codec(),
-            isal_level=self.isal_level,
-            gzip_level=self.gzip_level,
-            pango_hover=self.pango_hover,
-            decode_budget_mb=self.decode_budget_mb,
-            agentview_hw=tuple(self.agentview_hw) if self.agentview_hw else None,  # type: ignore[arg-type]
-        )
+        """The BuildConfig of these settings, every registered source's options checked and
+        filled; a bad value fails the run with its name."""
+        given = {k.field: k.to_config(getattr(self, k.name)) for k in settings.config_knobs()}
+        options = getattr(self, "source_options", None)
+        try:
+            resolved = {
+                spec.name: spec.resolve_options(dict(getattr(options, spec.name)))
+                for spec in SOURCES
+                if spec.options
+            }
+            return BuildConfig(**{k: v for k, v in given.items() if v is not None}, source_options=resolved)
+        except (OptionError, ValueError) as e:
+            raise dg.Failure(f"resources.build.config: {e}") from None
 
     def threads(self) -> int | None:
-        return self.write_threads or int(os.environ.get("GUI_ASSETS_WRITE_THREADS") or 0) or None
+        explicit = getattr(self, "write_threads", None)
+        if explicit:
+            return explicit
+        value = settings.WRITE_THREADS.read()
+        if value is None:
+            return None
+        if not value.strip().isdigit():
+            raise dg.Failure(
+                f"{settings.WRITE_THREADS.name} must be a whole number of threads, not {value!r}"
+            )
+        return int(value) or None
+
+
+def _options_model(spec: SourceSpec) -> type[dg.Config]:
+    """One source's options as a run-config section (types, defaults and meanings shown by the UI)."""
+    return pydantic.create_model(
+        f"{spec.name.title().replace('_', '')}Options",
+        __base__=dg.Config,
+        __module__=__name__,
+        __doc__=f"{spec.display_name}'s options, checked against its declaration when a run starts.",
+        **{o.name: (o.type, pydantic.Field(default=o.default, description=o.meaning)) for o in spec.options},
+    )
+
+
+def _source_options_model(sources: tuple[SourceSpec, ...]) -> type[dg.Config]:
+    sections = {s.name: _options_model(s) for s in sources if s.options}
+    return pydantic.create_model(
+        "SourceOptions",
+        __base__=dg.Config,
+        __module__=__name__,
+        __doc__="Each registered source's options, by source name.",
+        **{name: (model, pydantic.Field(default_factory=model)) for name, model in sections.items()},
+    )
+
+
+SourceOptions = _source_options_model(SOURCES)
+# The knobs, from gui_assets.settings (the byte-changing ones are BuildConfig's fields) and each
+# registered source's options (`source_options.<source>.<option>`). Recorded in build.config.
+BuildSettings = pydantic.create_model(
+    "BuildSettings",
+    __base__=BuildSettingsBase,
+    __module__=__name__,
+    __doc__="The knobs of a build: those that change output bytes are recorded in dataset_info.json "
+    "build.config; `source_options` holds each source's own.",
+    **{
+        k.name: (k.type, pydantic.Field(default=k.default, description=k.meaning))
+        for k in settings.build_knobs()
+    },
+    source_options=(
+        SourceOptions,
+        pydantic.Field(default_factory=SourceOptions, description="each source's options"),
+    ),
+)
 
 
 class AlertsResource(dg.ConfigurableResource):
@@ -137,7 +176,7 @@ class AlertsResource(dg.ConfigurableResource):
     def send(self, alert: Alert, out_dir: Path, log: Any) -> Delivery:
         return deliver(
             alert,
-            webhook=self.webhook or os.environ.get("GUI_ASSETS_ALERT_WEBHOOK") or None,
+            webhook=self.webhook or settings.ALERT_WEBHOOK.read(),
             out_dir=out_dir,
             log=log,
             retries=self.retries,

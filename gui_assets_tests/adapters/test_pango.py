@@ -276,7 +276,7 @@ def test_mouseover_pairs_are_hover_steps_when_switched_on(tmp_path):
         {"type": "mouseover_end", "x": 120.0, "y": 100.0, "relative_timestamp_ms": 2},
     ]
     mirror = mirror_of(tmp_path, events)
-    (ep,), _ = run(mirror, tmp_path, pango_hover=True)
+    (ep,), _ = run(mirror, tmp_path, options={"hover": True})
     assert [(s.action_type, s.params[:2]) for s in ep.steps] == [
         (ActionType.HOVER, pytest.approx((0.1, 0.2)))
     ]

@@ -1,4 +1,4 @@
-"""Bad data in Playwright traces (issue 20): every number is checked where it is read, every line
+"""Bad data in Playwright traces: every number is checked where it is read, every line
 that is no event is counted, and nothing but a named Drop leaves the adapter."""
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""A seventh source declared inside this test: an adapter function and a SourceSpec, nothing
-else edited, gets its whole chain, its six checks, its row in the card and in the preview,
-and its cua-lite export."""
+"""A seventh source declared inside this test: an adapter function, a demo generator and a
+SourceSpec, nothing else edited, gets its demo mirror, its whole chain, its six checks, its row
+in the card and in the preview, and its cua-lite export. (test_new_source.py adds one to the
+registry itself, in a copy of the project.)"""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pyarrow.parquet as pq
 from gui_assets.assembly import AdapterRun, Steps
 from gui_assets.defs.location import build_definitions
 from gui_assets.defs.resources import AlertsResource, BuildSettings, GuiAssetsPaths, HubResource
+from gui_assets.demo import ensure_demo_mirror
 from gui_assets.drops import Drop, DropReason
 from gui_assets.ir import POINT_MASK, ActionType, GuiEpisode, SourceRef, step_builder
 from gui_assets.layout import DatasetInfo
@@ -57,21 +59,6 @@ def toy_episodes(run: AdapterRun) -> Iterator[GuiEpisode]:
             yield episode
 
 
-TOY = SourceSpec(
-    name="toy",
-    repo_id=REPO,
-    partition_keys=("alpha",),
-    file_patterns=lambda key: [f"data/{key}.jsonl", "images/"],
-    adapter=toy_episodes,
-    split_rule=shipped_split,
-    description="A toy source declared in a test.",
-    license="mit",
-    platform="desktop",
-    scrolls=False,
-    notes="Toy demonstrations, clicks only.",
-)
-
-
 def write_mirror(root: Path) -> Path:
     repo = root / REPO
     (repo / "images").mkdir(parents=True)
@@ -93,11 +80,27 @@ def write_mirror(root: Path) -> Path:
         {"id": "e3", "instruction": "nothing", "steps": [{"image": "nope.png", "click": [0.5, 0.5]}]},
     ]
     (repo / "data" / "alpha.jsonl").write_text("\n".join([*map(json.dumps, lines), "{not json"]) + "\n")
-    return root
+    return repo
+
+
+TOY = SourceSpec(
+    name="toy",
+    repo_id=REPO,
+    partition_keys=("alpha",),
+    file_patterns=lambda key: [f"data/{key}.jsonl", "images/"],
+    adapter=toy_episodes,
+    split_rule=shipped_split,
+    description="A toy source declared in a test.",
+    license="mit",
+    platform="desktop",
+    scrolls=False,
+    notes="Toy demonstrations, clicks only.",
+    demo=write_mirror,
+)
 
 
 def test_a_seventh_source_gets_its_chain_checks_card_row_preview_and_cua_lite_export(tmp_path):
-    mirror = write_mirror(tmp_path / "mirror")
+    mirror = ensure_demo_mirror(tmp_path / "mirror", [TOY])
     out = tmp_path / "out"
     defs = build_definitions([TOY])
     keys = {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
@@ -136,6 +139,7 @@ def test_a_seventh_source_gets_its_chain_checks_card_row_preview_and_cua_lite_ex
         assert dg.materialize(publish, resources=resources, instance=instance).success
 
     info = DatasetInfo.read(out / "toy_alpha" / "dataset_info.json")
+    assert info.build["demo_mirror"] is True  # its part of a generated demo mirror: never published
     assert info.stats["episodes_in"] == 4 and info.stats["episodes_out"] == 2 and info.stats["steps"] == 4
     assert info.stats["drops"] == {"empty_episode": 1, "malformed_json": 1, "missing_screenshot": 2}
     assert info.stats["drops_by_unit"] == {
