@@ -198,9 +198,9 @@ def _read_back_as(orig: GuiEpisode) -> list[tuple[GuiStep, str]]:
     """The steps the Lite.CUAGym adapter reads back from an episode's cua-lite row, each with the
     text it reads: a key sequence is a call of several key actions, one step each; goto() is a
     standalone tool the adapter skips (non_gui_tool); a STOP is the final "Done." turn (no call)
-    unless it answers (response), a FAIL only others.terminate_status. The row ends before a
-    pointer step whose point was never located (only a click recorded with no point, `no_point`,
-    is a click where the pointer is)."""
+    unless it answers (response), a FAIL only others.terminate_status; a grounded TYPE is a click at
+    its point, then the typing. The row ends before a pointer step whose point was never located
+    (only a click recorded with no point, `no_point`, is a click where the pointer is)."""
     back: list[tuple[GuiStep, str]] = []
     pointers = (ActionType.CLICK, ActionType.SELECT, ActionType.HOVER, ActionType.DRAG, ActionType.SCROLL)
     for s in orig.steps:
@@ -211,6 +211,9 @@ def _read_back_as(orig: GuiEpisode) -> list[tuple[GuiStep, str]]:
             break
         if s.action_type == ActionType.PRESS_KEY:
             back += [(s, chord) for chord in s.text.split(" ")]
+        elif s.action_type == ActionType.TYPE and s.grounded:  # a click where it typed, then the typing
+            click = dataclasses.replace(s, action_type=ActionType.CLICK, params=(*s.params[:2], 0.0, 0.0))
+            back += [(click, ""), (s, s.text)]
         elif s.action_type != ActionType.GOTO:
             back.append((s, s.text))
     return back
