@@ -46,6 +46,7 @@ EPISODE_SCHEMA = pa.schema(
         ("attrs", pa.string()),  # JSON object of source ids
         ("source_ref", pa.string()),  # JSON, see GuiEpisode.source_ref_json
         ("content_hash", pa.string()),
+        ("record_hash", pa.string()),  # everything stored of the episode (record_hash below)
     ]
 )
 
@@ -185,6 +186,16 @@ def episode_content_hash(episode: GuiEpisode) -> str:
     return h.hexdigest()
 
 
+def record_hash(episode_row: dict[str, Any], step_rows: list[dict[str, Any]]) -> str:
+    """A hash of every stored field of an episode and its steps: what a writer can read of it
+    (its frames through their sha256). Unlike the content hash, ids, descs, references and
+    reasoning count too, so it changes exactly when anything written from the episode may."""
+    h = hashlib.sha256()
+    for row in (episode_row, *step_rows):
+        h.update(json.dumps(row, sort_keys=True, ensure_ascii=False).encode("utf-8") + b"\n")
+    return h.hexdigest()
+
+
 def _step_row(episode_id: str, index: int, s: GuiStep) -> dict[str, Any]:
     o = s.observation
     return {
@@ -235,19 +246,20 @@ class EpisodeWriter:
         self._closed = False
 
     def add(self, episode: GuiEpisode) -> None:
-        self._episode_rows.append(
-            {
-                "episode_id": episode.episode_id,
-                "source": episode.source,
-                "instruction": episode.instruction,
-                "success": episode.success,
-                "num_steps": len(episode.steps),
-                "attrs": json.dumps(episode.attrs, sort_keys=True, ensure_ascii=False),
-                "source_ref": episode.source_ref_json(),
-                "content_hash": episode_content_hash(episode),
-            }
-        )
-        self._step_rows.extend(_step_row(episode.episode_id, i, s) for i, s in enumerate(episode.steps))
+        row: dict[str, Any] = {
+            "episode_id": episode.episode_id,
+            "source": episode.source,
+            "instruction": episode.instruction,
+            "success": episode.success,
+            "num_steps": len(episode.steps),
+            "attrs": json.dumps(episode.attrs, sort_keys=True, ensure_ascii=False),
+            "source_ref": episode.source_ref_json(),
+            "content_hash": episode_content_hash(episode),
+        }
+        steps = [_step_row(episode.episode_id, i, s) for i, s in enumerate(episode.steps)]
+        row["record_hash"] = record_hash(row, steps)
+        self._episode_rows.append(row)
+        self._step_rows.extend(steps)
         # Both tables flush together, so the window is one row group of steps (or of episodes,
         # when episodes are short) whatever the partition.
         if len(self._step_rows) >= _ROW_GROUP_STEPS or len(self._episode_rows) >= _ROW_GROUP_EPISODES:

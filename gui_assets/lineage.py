@@ -8,7 +8,11 @@ AST dump without docstrings, so comments, docstrings and formatting move nothing
 change to what runs does. Imports under `if TYPE_CHECKING:` are types, not code that runs.
 
 The declaration's data a stage depends on (repo id and file patterns for the raw stage, the split
-rule for the split stage, ...) is hashed with it, and so is the package version.
+rule for the split stage, ...) is hashed with it, and so is the package version. Where a stage
+runs only a function or two of a module (the raw stage runs an adapter's `file_patterns`), only
+those functions count: their own definitions and the module-level names they reach, followed
+through the module (`function_closure`), so an edit elsewhere in the adapter moves the episodes
+stage and not the raw one.
 """
 
 from __future__ import annotations
@@ -241,6 +245,67 @@ def _module_digest(path: Path, stamp: tuple[int, int], name: str) -> str:
     return _analysis(path, stamp, name)[0]
 
 
+def _top_level_names(tree: ast.Module) -> tuple[dict[str, list[ast.stmt]], dict[str, str]]:
+    """A module's definitions by the names they bind, and the names its imports bind (to the
+    module each comes from, or names)."""
+    defined: dict[str, list[ast.stmt]] = {}
+    imported: dict[str, str] = {}
+    for node in tree.body:
+        targets: list[str] = []
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            targets = [node.name]
+        elif isinstance(node, ast.Assign):
+            targets = [n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+        elif isinstance(node, ast.AnnAssign | ast.AugAssign) and isinstance(node.target, ast.Name):
+            targets = [node.target.id]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for a in node.names:
+                imported[a.asname or a.name] = f"{node.module}.{a.name}"
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                imported[a.asname or a.name.split(".")[0]] = a.name
+        for name in targets:
+            defined.setdefault(name, []).append(node)
+    return defined, imported
+
+
+def function_closure(
+    function_name: str, module: str, package_dir: Path = PACKAGE_DIR
+) -> tuple[str, list[str]]:
+    """What a module-level function of this package runs: a digest of its definition and of every
+    module-level definition it names, followed through the module, and the package modules those
+    definitions import names from (whose whole closure then counts, as for any root)."""
+    path = module_path(module, package_dir)
+    if path is None:
+        raise ValueError(f"{module} is not a module of {PACKAGE}")
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    defined, imported = _top_level_names(tree)
+    if function_name not in defined:
+        raise ValueError(f"{module} defines no {function_name}")
+    seen: set[str] = set()
+    modules: set[str] = set()
+    todo = [function_name]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        if name in imported:
+            target = imported[name]
+            if target.startswith(PACKAGE + "."):
+                # `from pkg.mod import f` names a module or a name in one: the closure walk keeps
+                # whichever exists
+                modules.add(target if module_path(target, package_dir) else target.rsplit(".", 1)[0])
+            continue
+        for node in defined.get(name, []):
+            todo.extend(n.id for n in ast.walk(node) if isinstance(n, ast.Name))
+    h = hashlib.sha256(module.encode())
+    for name in sorted(seen & defined.keys()):
+        for node in defined[name]:
+            h.update(name.encode() + b"\0" + normalized_source(node).encode() + b"\n")
+    return h.hexdigest()[:16], sorted(modules)
+
+
 def version_of(roots: Iterable[str], data: Any = None, package_dir: Path = PACKAGE_DIR) -> str:
     """A 16-hex code version over the roots' import closure (normalized) and `data`."""
     h = hashlib.sha256(GUI_ASSETS_VERSION.encode())
@@ -254,12 +319,17 @@ def version_of(roots: Iterable[str], data: Any = None, package_dir: Path = PACKA
     return h.hexdigest()[:16]
 
 
-def _spec_roots_and_data(stage: str, spec: SourceSpec) -> tuple[list[str], Any]:
+def _spec_roots_and_data(
+    stage: str, spec: SourceSpec, package_dir: Path = PACKAGE_DIR
+) -> tuple[list[str], Any]:
     """What of a source's declaration a stage of its chain runs, and the data it reads from it."""
     if stage == "raw":
-        fns = [spec.file_patterns, spec.resolve_patterns]
-        roots = [f.__module__ for f in fns if f is not None]
-        return roots, [spec.repo_id, spec.not_on_hub, {k: spec.file_patterns(k) for k in spec.partition_keys}]
+        # Only the functions the raw stage calls, not the adapter module they sit in.
+        fns = [f for f in (spec.file_patterns, spec.resolve_patterns) if f is not None]
+        closures = [function_closure(f.__name__, f.__module__, package_dir) for f in fns]
+        roots = sorted({m for _, modules in closures for m in modules})
+        patterns = {k: spec.file_patterns(k) for k in spec.partition_keys}
+        return roots, [spec.repo_id, spec.not_on_hub, patterns, [digest for digest, _ in closures]]
     if stage == "episodes":
         # The options' defaults are declared in the registry, which no stage imports.
         return [spec.adapter.__module__], [spec.name, spec.max_image, spec.resolve_options({})]
@@ -280,7 +350,7 @@ def stage_version(stage: str, spec: SourceSpec | None = None, package_dir: Path 
         hashlib.sha256((package_dir / f).read_bytes()).hexdigest() for f in STAGE_FILES.get(stage, ())
     ]
     if spec is not None:
-        extra, spec_data = _spec_roots_and_data(stage, spec)
+        extra, spec_data = _spec_roots_and_data(stage, spec, package_dir)
         roots += extra
         data.append(spec_data)
     return version_of(roots, data, package_dir)

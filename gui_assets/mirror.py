@@ -2,7 +2,11 @@
 
 A mirror is laid out like the hub: `<mirror>/<owner>/<repo>/<path in repo>`, so a real
 download and a test fixture are read by the same code. The manifest records every file with
-its size and sha256 and the revision it came from: record-level lineage starts here.
+its size and sha256 and the revision it came from: record-level lineage starts here. On the hub
+the revision is the resolved commit; a mirror's revision is its content (`mirror-` and the
+partition's version below), so two builds from different mirror states never share a revision,
+and the commit `hf download --local-dir` left in its metadata, when there is one, is kept beside
+it as `downloaded_at`.
 
 A pattern ending in "/" names a folder recorded as ONE entry (its file count, total size and a
 sha256 over its files' names and hashes): an extracted folder of 80k screenshots stays one line.
@@ -33,8 +37,9 @@ from typing import Any
 
 from gui_assets.atomic import atomic_write_text, sha256_file
 from gui_assets.config import usable_cpus
+from gui_assets.layout import is_demo_mirror
 
-LOCAL_REVISION = "local-mirror"
+MIRROR_REVISION_PREFIX = "mirror-"
 
 
 class RawInputError(Exception):
@@ -146,6 +151,7 @@ class RawPartition:
     partition: str = ""  # the partition key these files were fetched for
     remote: list[RawFile] = field(default_factory=list)  # fetched URL copies; path = the URL
     refused: dict[str, str] = field(default_factory=dict)  # URL -> why it has no copy
+    downloaded_at: str = ""  # mirror mode: the commit `hf download` recorded, if it left metadata
 
     @property
     def version(self) -> str:
@@ -172,6 +178,7 @@ class RawPartition:
             "files": [f.to_dict() for f in self.files],
             **({"remote": [f.to_dict() for f in self.remote]} if self.remote else {}),
             **({"refused": self.refused} if self.refused else {}),
+            **({"downloaded_at": self.downloaded_at} if self.downloaded_at else {}),
         }
 
     @classmethod
@@ -193,6 +200,7 @@ class RawPartition:
                 RawFile(f["path"], Path(f["local"]), f["size"], f["sha256"]) for f in d.get("remote", [])
             ],
             refused=dict(d.get("refused", {})),
+            downloaded_at=d.get("downloaded_at", ""),
         )
 
     def write(self, path: Path) -> None:
@@ -223,7 +231,19 @@ class RawPartition:
                 else {}
             ),
             **({"refused": self.refused} if self.refused else {}),
+            **({"downloaded_at": self.downloaded_at} if self.downloaded_at else {}),
         }
+
+    @property
+    def demo_mirror(self) -> bool:
+        """Read from the generated demo mirror (wherever it lies): never real data."""
+        return self.mode == "mirror" and is_demo_mirror(self.root, self.repo_id)
+
+
+def mirror_revision(entries: Any) -> str:
+    """A mirror partition's revision: its content, the digest `partition_version` gives its
+    entries (any change to a file of the partition is a new revision)."""
+    return MIRROR_REVISION_PREFIX + partition_version((f.path, f.size, f.content_id) for f in entries)
 
 
 def match_files(repo_root: Path, patterns: list[str]) -> list[tuple[str, Path]]:
@@ -280,20 +300,21 @@ def describe(rel: str, p: Path, root: Path, hub: bool, cache: HashCache | None =
     return FileId(rel, p.resolve(), p.stat().st_size, sha, oid)
 
 
-def _mirror_revision(repo_root: Path, files: list[tuple[str, Path]]) -> str:
-    """The commit a mirror was downloaded at, when `hf download --local-dir` left its metadata."""
+def downloaded_at(repo_root: Path, files: list[tuple[str, Path]]) -> str:
+    """The commit a mirror was downloaded at, when `hf download --local-dir` left its metadata
+    ("" otherwise)."""
     for rel, _ in files:
         meta = repo_root / ".cache" / "huggingface" / "download" / f"{rel}.metadata"
         if meta.is_file():
             first = meta.read_text(encoding="utf-8").splitlines()[:1]
             if first and len(first[0]) == 40:
                 return first[0]
-    return LOCAL_REVISION
+    return ""
 
 
 def _manifest(
     repo_id: str,
-    revision: str,
+    revision: str | None,
     mode: str,
     patterns: list[str],
     files: list[tuple[str, Path]],
@@ -307,8 +328,9 @@ def _manifest(
         described = list(pool.map(lambda f: describe(f[0], f[1], root, mode == "hub", cache), files))
     if cache is not None:
         cache.save()
+    entries = fold(patterns, described, root.resolve())
     return RawPartition(
-        repo_id, revision, mode, patterns, fold(patterns, described, root.resolve()), root.resolve()
+        repo_id, revision or mirror_revision(entries), mode, patterns, entries, root.resolve()
     )
 
 
@@ -319,7 +341,9 @@ def from_mirror(
     if not repo_root.is_dir():
         raise RawInputError(f"mirror has no {repo_id}: {repo_root} does not exist")
     files = match_files(repo_root, patterns)
-    return _manifest(repo_id, _mirror_revision(repo_root, files), "mirror", patterns, files, repo_root, cache)
+    part = _manifest(repo_id, None, "mirror", patterns, files, repo_root, cache)
+    part.downloaded_at = downloaded_at(repo_root, files)
+    return part
 
 
 def from_hub(

@@ -32,7 +32,7 @@ from gui_assets.stages.raw import RawSettings
 @dataclass(frozen=True, slots=True)
 class PartitionObservation:
     partition: str
-    revision: str  # the commit observed (hub), or what the mirror says it was downloaded at
+    revision: str  # the commit observed (hub), or the mirror partition's content (mirror_revision)
     version: str  # equal to the raw asset's data_version for the same files
     files: int
     bytes: int
@@ -100,7 +100,7 @@ def observe_hub(spec: SourceSpec, keys: list[str], raw: RawSettings) -> dict[str
 def observe_mirror(
     spec: SourceSpec, keys: list[str], raw: RawSettings, cache: HashCache
 ) -> dict[str, PartitionObservation]:
-    from gui_assets.mirror import _mirror_revision, describe  # the raw stage's own description
+    from gui_assets.mirror import describe, mirror_revision  # the raw stage's own description
 
     repo_root = raw.mirror / spec.repo_id
     if not repo_root.is_dir():
@@ -112,9 +112,8 @@ def observe_mirror(
             patterns = patterns + spec.resolve_patterns(repo_root, key)
         matched = match_files(repo_root, patterns)
         described = [describe(rel, p, repo_root, False, cache) for rel, p in matched]
-        out[key] = _observation(
-            key, _mirror_revision(repo_root, matched), fold(patterns, described, repo_root)
-        )
+        entries = fold(patterns, described, repo_root)
+        out[key] = _observation(key, mirror_revision(entries), entries)
     cache.save()
     return out
 

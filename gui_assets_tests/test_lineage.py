@@ -135,7 +135,31 @@ def test_one_sources_adapter_leaves_the_other_sources_alone(copy):
         moved = {a for a, v in versions(copy).items() if v != base[a]}
     finally:
         path.write_text(before, encoding="utf-8")
-    assert moved == {"agentnet_raw", "agentnet_episodes"}
+    assert moved == {"agentnet_episodes"}  # the raw stage runs file_patterns only
+
+
+@pytest.mark.parametrize(
+    ("module", "old", "new"),
+    [
+        # file_patterns itself
+        ("mind2web.py", 'f"data/{split}-*.parquet",', 'f"data/{split}-*.parquet", "extra/*.parquet",'),
+        # a module-level name resolve_patterns reaches through demo_ids
+        ("weblinx.py", 'SPLITS_FILE = "', 'SPLITS_FILE = "x'),
+    ],
+)
+def test_an_edit_of_what_the_raw_stage_calls_moves_raw(copy, module, old, new):
+    source = module.removesuffix(".py")
+    base = versions(copy)
+    path = copy / "adapters" / module
+    text = path.read_text(encoding="utf-8")
+    assert old in text
+    before = edited(path, text.replace(old, new, 1))
+    try:
+        moved = {a for a, v in versions(copy).items() if v != base[a]}
+    finally:
+        path.write_text(before, encoding="utf-8")
+    assert {f"{source}_raw", f"{source}_episodes"} <= moved
+    assert not {a for a in moved if a.endswith("_raw")} - {f"{source}_raw"}
 
 
 def test_comments_docstrings_and_formatting_move_nothing(copy):

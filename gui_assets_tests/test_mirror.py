@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from gui_assets.adapters.mind2web import file_patterns
-from gui_assets.mirror import LOCAL_REVISION, RawInputError, from_hub, from_mirror
+from gui_assets.mirror import MIRROR_REVISION_PREFIX, RawInputError, from_hub, from_mirror
 from gui_assets.pipeline import RawSettings, build_directory
 from gui_assets.sources import MIND2WEB
 from gui_assets_tests.conftest import REPO
@@ -21,11 +21,30 @@ def test_mirror_manifest_lists_the_split_with_sizes_and_hashes(demo_mirror):
     part = from_mirror(demo_mirror, REPO, file_patterns("train"))
     assert [f.path for f in part.files] == sorted(f.path for f in part.files)
     assert all(f.path.startswith("data/train-") for f in part.files) and len(part.files) == 2
-    assert part.revision == LOCAL_REVISION and part.mode == "mirror"
+    assert part.revision == MIRROR_REVISION_PREFIX + part.version and part.mode == "mirror"
     assert all(len(f.sha256) == 64 and f.size > 0 for f in part.files)
+    assert not part.downloaded_at and "downloaded_at" not in part.upstream_record()
 
 
-def test_mirror_revision_comes_from_hf_download_metadata(tmp_path, demo_mirror):
+def test_a_mirror_revision_is_its_content(tmp_path, demo_mirror):
+    """Two states of one mirror never share a revision; the same files always give the same one,
+    wherever the mirror lies; another partition's files do not move it."""
+    import shutil
+
+    before = from_mirror(demo_mirror, REPO, file_patterns("train"))
+    repo = tmp_path / REPO
+    shutil.copytree(demo_mirror / REPO, repo)
+    assert from_mirror(tmp_path, REPO, file_patterns("train")).revision == before.revision
+    other = next((repo / "data").glob("test_task-*"))
+    other.write_bytes(other.read_bytes() + b"\0")
+    assert from_mirror(tmp_path, REPO, file_patterns("train")).revision == before.revision
+    mine = next((repo / "data").glob("train-*"))
+    mine.write_bytes(mine.read_bytes() + b"\0")
+    after = from_mirror(tmp_path, REPO, file_patterns("train"))
+    assert after.revision != before.revision and after.revision == MIRROR_REVISION_PREFIX + after.version
+
+
+def test_the_commit_a_mirror_was_downloaded_at_is_kept_beside_its_revision(tmp_path, demo_mirror):
     import shutil
 
     repo = tmp_path / REPO
@@ -34,7 +53,9 @@ def test_mirror_revision_comes_from_hf_download_metadata(tmp_path, demo_mirror):
     meta.mkdir(parents=True)
     name = next(p.name for p in (repo / "data").glob("test_task-*"))
     (meta / f"{name}.metadata").write_text("a" * 40 + "\netag\n1700000000.0\n")
-    assert from_mirror(tmp_path, REPO, file_patterns("test_task")).revision == "a" * 40
+    part = from_mirror(tmp_path, REPO, file_patterns("test_task"))
+    assert part.downloaded_at == "a" * 40 and part.revision.startswith(MIRROR_REVISION_PREFIX)
+    assert part.upstream_record()["downloaded_at"] == "a" * 40
 
 
 def test_a_local_dir_download_is_not_reread_to_hash_it(tmp_path, demo_mirror, monkeypatch):

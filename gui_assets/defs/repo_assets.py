@@ -111,10 +111,10 @@ def _hub_card_asset() -> dg.AssetsDefinition:
     return hub_card_asset
 
 
-def _cua_lite_asset(info_keys: list[dg.AssetKey]) -> dg.AssetsDefinition:
+def _cua_lite_asset(info_keys: list[dg.AssetKey], episode_keys: list[dg.AssetKey]) -> dg.AssetsDefinition:
     @dg.asset(
         key="cua_lite_export",
-        deps=info_keys,
+        deps=[*info_keys, *episode_keys],  # rows are written from the IR episodes and their frames
         kinds={"parquet", "python"},
         code_version=stage_version("cua_lite_export"),
         description="`<out>/cua_lite/`: every built directory in cua-lite's canonical local layout (content-"
@@ -146,4 +146,10 @@ def _cua_lite_asset(info_keys: list[dg.AssetKey]) -> dg.AssetsDefinition:
 def build_repo_assets(sources: Sequence[SourceSpec]) -> list[dg.AssetsDefinition]:
     """The publishing assets, downstream of every given source's dataset_info."""
     info_keys = [dg.AssetKey(f"{s.name}_dataset_info") for s in sources]
-    return [_preview_asset(info_keys), _card_asset(info_keys), _hub_card_asset(), _cua_lite_asset(info_keys)]
+    episode_keys = [dg.AssetKey(f"{s.name}_episodes") for s in sources]
+    return [
+        _preview_asset(info_keys),
+        _card_asset(info_keys),
+        _hub_card_asset(),
+        _cua_lite_asset(info_keys, episode_keys),
+    ]

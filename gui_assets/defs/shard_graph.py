@@ -12,6 +12,7 @@ import dagster as dg
 from gui_assets import charts, shard_reader
 from gui_assets.defs.metadata import digest, fail, inline_image, md_table
 from gui_assets.defs.resources import BuildSettings, GuiAssetsPaths
+from gui_assets.defs.upstream_assets import maintain_condition
 from gui_assets.errors import DiskFullError, EmptyPartitionError
 from gui_assets.layout import OutLayout
 from gui_assets.lineage import stage_version
@@ -76,7 +77,7 @@ def _shards_metadata(spec: SourceSpec, key: str, out: OutLayout, manifest: Shard
 def shards_asset(spec: SourceSpec, common: dict[str, Any]) -> dg.AssetsDefinition:
     @dg.op(
         name=f"{spec.name}_shard_plan",
-        ins={"splits": dg.In(dg.Nothing)},
+        ins={"splits": dg.In(dg.Nothing), "episodes": dg.In(dg.Nothing)},
         out=dg.DynamicOut(str),
         description="Groups the partition's episodes into units of about one shard each.",
     )
@@ -135,7 +136,12 @@ def shards_asset(spec: SourceSpec, common: dict[str, Any]) -> dg.AssetsDefinitio
 
     @dg.graph_asset(
         key=dg.AssetKey(f"{spec.name}_shards"),
-        ins={"splits": dg.AssetIn(key=dg.AssetKey(f"{spec.name}_splits"), dagster_type=dg.Nothing)},
+        # The units read the split table and, through it, the IR episodes and their frames: both
+        # are inputs, so a change to either marks the shards stale.
+        ins={
+            "splits": dg.AssetIn(key=dg.AssetKey(f"{spec.name}_splits"), dagster_type=dg.Nothing),
+            "episodes": dg.AssetIn(key=dg.AssetKey(f"{spec.name}_episodes"), dagster_type=dg.Nothing),
+        },
         description=f"LIBERO-layout HDF5 shards "
         f"`<out>/{spec.name}_<partition>/{spec.name}_<partition>_NNNN.hdf5`: "
         "pre-action frames, causal-cursor eye-in-hand crops, masked action params. Written as "
@@ -143,11 +149,11 @@ def shards_asset(spec: SourceSpec, common: dict[str, Any]) -> dg.AssetsDefinitio
         "or machines; the shards are the same whatever the executor.",
         kinds={"hdf5", "python"},
         code_version=stage_version("shards", spec),
-        automation_condition=dg.AutomationCondition.eager(),
+        automation_condition=maintain_condition(),
         **common,
     )
-    def shards(splits: None) -> Any:
-        written = plan_op(splits).map(unit_op)
+    def shards(splits: None, episodes: None) -> Any:
+        written = plan_op(splits=splits, episodes=episodes).map(unit_op)
         return publish_op(written.collect())
 
     return shards

@@ -12,7 +12,12 @@ from gui_assets import episode_store, splits
 from gui_assets.build_changes import read_change
 from gui_assets.defs.metadata import change_metadata, digest, fail, file_digest, md_table
 from gui_assets.defs.resources import BuildSettings, GuiAssetsPaths, HubResource
-from gui_assets.defs.upstream_assets import rebuild_condition, upstream_key
+from gui_assets.defs.upstream_assets import (
+    maintain_condition,
+    rebuild_condition,
+    record_built_from,
+    upstream_key,
+)
 from gui_assets.errors import DiskFullError, EmptyPartitionError
 from gui_assets.layout import DatasetInfo, OutLayout
 from gui_assets.lineage import stage_version
@@ -52,20 +57,13 @@ def raw_asset(spec: SourceSpec, common: dict[str, Any]) -> dg.AssetsDefinition:
         except RawInputError as e:
             raise fail(e) from None
         files = {f.path: f.size for f in part.files}
-        observed = context.instance.fetch_observations(
-            dg.AssetRecordsFilter(asset_key=upstream_key(spec), asset_partitions=[key]), limit=1
-        ).records
-        if not observed:  # Dagster can only flag a later upstream change against an observation
-            context.log.warning(
-                f"{upstream_key(spec).to_user_string()}[{key}] was never observed: upstream changes show as "
-                f"stale only once it is (observe_upstream, or --select '{spec.name}_upstream*')"
-            )
+        observed = record_built_from(context, spec, key, part.version, part.revision)
         return dg.MaterializeResult(
             metadata={
                 "path": dg.MetadataValue.path(str(out.raw_manifest(spec.directory(key)))),
                 "mode": part.mode,
-                "demo_mirror": paths.uses_demo_mirror() and part.mode == "mirror",
-                "upstream_observed": bool(observed),
+                "demo_mirror": part.demo_mirror,
+                "upstream_observed": observed,
                 "repo_id": part.repo_id,
                 "revision": part.revision,
                 "files": len(part.files),
@@ -88,7 +86,7 @@ def episodes_asset(spec: SourceSpec, common: dict[str, Any]) -> dg.AssetsDefinit
         "and episode table, plus the original screenshot bytes in a content-addressed store.",
         kinds={"parquet", "python"},
         code_version=stage_version("episodes", spec),
-        automation_condition=dg.AutomationCondition.eager(),
+        automation_condition=maintain_condition(),
         **common,
     )
     def episodes(
@@ -118,7 +116,8 @@ def episodes_asset(spec: SourceSpec, common: dict[str, Any]) -> dg.AssetsDefinit
                     f"{st.ungrounded_steps} ungrounded.\n\nDrops:\n\n{md_table(d['drops'])}"
                 ),
             },
-            data_version=dg.DataVersion(digest([table["content_hash"].to_pylist(), d])),
+            # every stored field of every episode (record_hash), and the drop counts
+            data_version=dg.DataVersion(digest([table["record_hash"].to_pylist(), d])),
         )
 
     return episodes
@@ -132,7 +131,7 @@ def splits_asset(spec: SourceSpec, common: dict[str, Any]) -> dg.AssetsDefinitio
         f"{spec.split_rule.description}), with each episode's content hash.",
         kinds={"parquet", "python"},
         code_version=stage_version("splits", spec),
-        automation_condition=dg.AutomationCondition.eager(),
+        automation_condition=maintain_condition(),
         **common,
     )
     def split_table(context: dg.AssetExecutionContext, paths: GuiAssetsPaths) -> dg.MaterializeResult:
@@ -147,9 +146,7 @@ def splits_asset(spec: SourceSpec, common: dict[str, Any]) -> dg.AssetsDefinitio
                 "main": summary[splits.MAIN],
                 "val": summary[splits.VAL],
             },
-            data_version=dg.DataVersion(
-                digest(sorted(split_stage.read_splits(out, spec.directory(key)).items()))
-            ),
+            data_version=dg.DataVersion(split_stage.splits_digest(out, spec.directory(key))),
         )
 
     return split_table
@@ -158,12 +155,19 @@ def splits_asset(spec: SourceSpec, common: dict[str, Any]) -> dg.AssetsDefinitio
 def dataset_info_asset(spec: SourceSpec, common: dict[str, Any]) -> dg.AssetsDefinition:
     @dg.asset(
         key=chain_key(spec, "dataset_info"),
-        deps=[chain_key(spec, "shards")],
+        # What write_info reads: the raw manifest (upstream files), the adapter's drop counts,
+        # the split table (holdout figures) and the shard manifest.
+        deps=[
+            chain_key(spec),
+            chain_key(spec, "episodes"),
+            chain_key(spec, "splits"),
+            chain_key(spec, "shards"),
+        ],
         description=f"`<out>/{spec.name}_<partition>/dataset_info.json`: build config, upstream files "
         "and revision, stats (drops, ungrounded steps, scroll histogram, eye-in-hand rate), shard list.",
         kinds={"json", "python"},
         code_version=stage_version("dataset_info", spec),
-        automation_condition=dg.AutomationCondition.eager(),
+        automation_condition=maintain_condition(),
         **common,
     )
     def dataset_info(
@@ -202,7 +206,7 @@ def upload_asset(spec: SourceSpec, common: dict[str, Any]) -> dg.AssetsDefinitio
         "fails.",
         kinds={"huggingface", "python"},
         code_version=stage_version("upload", spec),
-        automation_condition=dg.AutomationCondition.eager(),
+        automation_condition=maintain_condition(),
         pool="hf_api",
         **common,
     )

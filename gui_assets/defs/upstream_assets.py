@@ -4,12 +4,21 @@
 of the raw asset `S`: observing it asks the hub API (or lists the mirror) what each partition's
 files are now, and reports per partition the same version the raw asset records when it builds
 them. When a partition's version changes, Dagster marks `S` of that partition, and only it,
-stale ("S_upstream[P] has a new data version"); rebuilding it moves everything below it.
+stale ("S_upstream[P] has a new data version"); rebuilding it moves what reads it, one hop at a
+time.
+
+Dagster judges a dependency by the observation a materialization recorded as its input. A build
+of `S[P]` made before `S_upstream[P]` was ever observed (or after the files moved past the last
+observation) would record none that matches what it read, so the raw asset first records, as an
+observation of `S_upstream[P]`, the version of the files it is about to build from
+(`record_built_from`). Observation then works in any order: build, switch observation on, and the
+first change after that marks the partition stale.
 
 Switches, both off by default (Automation in the UI, or `dagster sensor start`):
     observe_upstream        observes every source's upstream, every partition, every 6 hours
                             (one run per source: `<S>_observe_upstream`, also runnable alone)
-    upstream_auto_rebuild   rebuilds a partition's chain when its upstream observation moved
+    upstream_auto_rebuild   rebuilds what a moved upstream made stale, in partitions that were
+                            built before: it never starts a partition's first build
 """
 
 from collections.abc import Sequence
@@ -25,6 +34,7 @@ from gui_assets.source_spec import SourceSpec
 from gui_assets.upstream import observe
 
 OBSERVE_EVERY_S = 6 * 3600
+DATA_VERSION_TAG = "dagster/data_version"  # where an observation carries its data version
 
 
 def upstream_key(spec: SourceSpec) -> dg.AssetKey:
@@ -69,13 +79,56 @@ def upstream_asset(spec: SourceSpec) -> dg.SourceAsset:
     return upstream
 
 
+def record_built_from(
+    context: dg.AssetExecutionContext, spec: SourceSpec, key: str, version: str, revision: str
+) -> bool:
+    """Make the raw materialization's recorded input the files it is built from: unless the
+    latest observation of `S_upstream[key]` already has `version`, log one that has (the build
+    did look at upstream), and drop the step's cached input record so Dagster reads it again
+    when it records the materialization's provenance. Returns whether an observation of that
+    version was already there."""
+    up = upstream_key(spec)
+    latest = context.instance.fetch_observations(
+        dg.AssetRecordsFilter(asset_key=up, asset_partitions=[key]), limit=1
+    ).records
+    observation = latest[0].event_log_entry.asset_observation if latest else None
+    if observation is not None and observation.tags.get(DATA_VERSION_TAG) == version:
+        return True
+    context.log_event(
+        dg.AssetObservation(
+            asset_key=up,
+            partition=key,
+            tags={DATA_VERSION_TAG: version},
+            metadata={"observed_by": f"the build of {spec.name}[{key}]", "revision": revision},
+        )
+    )
+    # Dagster fetched the input records before the step ran; this is the documented way for a
+    # framework to reach the step's context, and the cache exposes exactly this invalidation.
+    context.get_step_execution_context().wipe_input_asset_version_info(up)
+    return False
+
+
+def maintain_condition() -> dg.AutomationCondition:
+    """Rebuild a partition when something it reads was updated, never to build it a first time:
+    a partition that was never materialized, or one whose parents are missing, is left alone."""
+    return (
+        dg.AutomationCondition.any_deps_updated().since_last_handled()
+        & ~dg.AutomationCondition.missing()
+        & ~dg.AutomationCondition.any_deps_missing()
+        & ~dg.AutomationCondition.any_deps_in_progress()
+        & ~dg.AutomationCondition.in_progress()
+    ).with_label("maintain")
+
+
 def rebuild_condition() -> dg.AutomationCondition:
     """Request the raw asset of a partition when its upstream observation has a new version
-    (not on every observation), unless a run of it is in progress."""
+    (not on every observation), unless a run of it is in progress or the partition was never
+    built (switching the automation on starts no first builds)."""
     return (
         dg.AutomationCondition.any_deps_match(
             dg.AutomationCondition.data_version_changed()
         ).since_last_handled()
+        & ~dg.AutomationCondition.missing()
         & ~dg.AutomationCondition.in_progress()
     ).with_label("upstream_moved")
 

@@ -9,7 +9,7 @@ from typing import Any
 from gui_assets.build_changes import record_build
 from gui_assets.config import BuildConfig
 from gui_assets.episode_store import read_episode_table, read_stats
-from gui_assets.layout import DatasetInfo, OutLayout, is_demo_mirror
+from gui_assets.layout import DatasetInfo, OutLayout
 from gui_assets.mirror import RawPartition
 from gui_assets.shard_records import ShardManifest
 from gui_assets.source_spec import SourceSpec
@@ -40,7 +40,7 @@ def write_info(spec: SourceSpec, key: str, layout: OutLayout, config: BuildConfi
             "adapter": spec.adapter_name,
             "config": config.for_source(spec).to_dict(),  # this source's options only
             "upstream": raw.upstream_record(),
-            "demo_mirror": raw.mode == "mirror" and is_demo_mirror(raw.root, raw.repo_id),
+            "demo_mirror": raw.demo_mirror,
             "source": spec.record(key),
             "split_rule": spec.split_rule.record(),
             **_holdout_record(spec, layout, directory),

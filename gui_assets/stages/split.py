@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from typing import Any
@@ -22,6 +23,7 @@ _SPLIT_SCHEMA = pa.schema(
         ("part", pa.string()),
         ("content_hash", pa.string()),
         ("group", pa.string()),
+        ("record_hash", pa.string()),  # the IR episode the shards are written from
     ]
 )
 _BATCH = 4096  # episodes assigned and written at a time
@@ -38,7 +40,7 @@ def assign_splits(spec: SourceSpec, key: str, layout: OutLayout) -> dict[str, An
     path = layout.splits(directory)
     with atomic_path(path) as tmp, pq.ParquetWriter(tmp, _SPLIT_SCHEMA) as out:
         for batch in episodes.iter_batches(
-            batch_size=_BATCH, columns=["episode_id", "attrs", "content_hash"]
+            batch_size=_BATCH, columns=["episode_id", "attrs", "content_hash", "record_hash"]
         ):
             rows = []
             for r in batch.to_pylist():
@@ -52,6 +54,7 @@ def assign_splits(spec: SourceSpec, key: str, layout: OutLayout) -> dict[str, An
                         "part": part,
                         "content_hash": r["content_hash"],
                         "group": group,
+                        "record_hash": r["record_hash"],
                     }
                 )
             out.write_table(pa.Table.from_pylist(rows, schema=_SPLIT_SCHEMA))
@@ -68,6 +71,16 @@ def assign_splits(spec: SourceSpec, key: str, layout: OutLayout) -> dict[str, An
 
 def read_split_rows(layout: OutLayout, directory: str) -> list[dict[str, str]]:
     return pq.read_table(layout.splits(directory)).to_pylist()
+
+
+def splits_digest(layout: OutLayout, directory: str) -> str:
+    """A hash of the whole split table: every episode's part and group, and the record hash of
+    the IR episode behind it, so what the shard writer reads from the IR moves it too."""
+    table = pq.read_table(layout.splits(directory), columns=[f.name for f in _SPLIT_SCHEMA])
+    h = hashlib.sha256()
+    for column in table.column_names:
+        h.update(json.dumps([column, table[column].to_pylist()]).encode("utf-8"))
+    return h.hexdigest()[:16]
 
 
 def read_splits(layout: OutLayout, directory: str) -> dict[str, str]:

@@ -63,7 +63,7 @@ def test_episode_attrs_and_lineage(write_m2w, tmp_path):
     assert ep.instruction == "Book a flight"
     assert ep.attrs["annotation_id"] == "t1" and ep.attrs["website"] == "site"
     ref = json.loads(ep.source_ref_json())
-    assert ref["repo_id"] == REPO and ref["revision"] == "local-mirror"
+    assert ref["repo_id"] == REPO and ref["revision"].startswith("mirror-")
     assert ref["file"].startswith("data/train-") and ref["row"] == 0
 
 

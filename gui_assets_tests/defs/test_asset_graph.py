@@ -65,17 +65,23 @@ def expected_graph() -> dict[str, list[str]]:
         keys = [f"{s}_upstream", *chain(s)]  # upstream: observed, not built (what the hub holds now)
         graph[keys[0]] = []
         graph.update({key: [parent] for parent, key in itertools.pairwise(keys)})
-    graph.update(repo_level_deps(sorted(f"{s}_dataset_info" for s in NAMES)))
+        # an asset depends on everything it reads, not only its predecessor: the shards read the
+        # IR, dataset_info the raw manifest, the drop counts and the split table
+        graph[f"{s}_shards"] = sorted([f"{s}_episodes", f"{s}_splits"])
+        graph[f"{s}_dataset_info"] = sorted([s, f"{s}_episodes", f"{s}_shards", f"{s}_splits"])
+    graph.update(repo_level_deps(sorted(NAMES)))
     return graph
 
 
-def repo_level_deps(infos: list[str]) -> dict[str, list[str]]:
-    """The publishing assets and what they read: every source's dataset_info."""
+def repo_level_deps(sources: list[str]) -> dict[str, list[str]]:
+    """The publishing assets and what they read: every source's dataset_info (and the cua-lite
+    export every source's IR)."""
+    infos = [f"{s}_dataset_info" for s in sources]
     return {
         "preview": infos,
         "dataset_card": sorted(["preview", *infos]),
         "hub_card": ["dataset_card", "preview"],
-        "cua_lite_export": infos,
+        "cua_lite_export": sorted([*infos, *(f"{s}_episodes" for s in sources)]),
     }
 
 

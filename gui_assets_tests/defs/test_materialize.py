@@ -54,7 +54,7 @@ def test_chain_materializes_one_partition_with_metadata(tmp_path, demo_mirror):
         result = run(tmp_path, "test_task", demo_mirror, instance=instance)
         assert result.success
         raw = metadata(result, "mind2web")
-        assert raw["files"] == 1 and raw["mode"] == "mirror" and raw["revision"] == "local-mirror"
+        assert raw["files"] == 1 and raw["mode"] == "mirror" and raw["revision"].startswith("mirror-")
         ep = metadata(result, "mind2web_episodes")
         assert ep["episodes_out"] == 2 and ep["drops"] == {}
         sh = metadata(result, "mind2web_shards")
@@ -63,6 +63,9 @@ def test_chain_materializes_one_partition_with_metadata(tmp_path, demo_mirror):
         assert Path(info["path"]) == tmp_path / "mind2web_test_task" / "dataset_info.json"
         on_disk = json.loads(Path(info["path"]).read_text())
         assert on_disk["stats"]["steps"] == sh["steps"] and on_disk["split"] == "test_task"
+        # one revision and one meaning of demo_mirror, whoever reports them
+        assert on_disk["build"]["upstream"]["revision"] == raw["revision"] == info["revision"]
+        assert on_disk["build"]["demo_mirror"] is raw["demo_mirror"] is info["demo_mirror"] is True
         versions = _data_versions(result)
         assert set(versions) == set(CHAIN)
         for key in CHAIN:  # the instance records what the run reported, per partition
