@@ -306,6 +306,22 @@ def function_closure(
     return h.hexdigest()[:16], sorted(modules)
 
 
+def _callable_closure(fn: Any, package_dir: Path) -> tuple[str, list[str]]:
+    """function_closure of a module-level function of the package; anything else (a lambda, a
+    function defined elsewhere) counts with its whole module, as a root."""
+    name, module = getattr(fn, "__name__", ""), getattr(fn, "__module__", "")
+    if (
+        name.isidentifier()
+        and module_path(module, package_dir) is not None
+        and module.startswith(PACKAGE + ".")
+    ):
+        try:
+            return function_closure(name, module, package_dir)
+        except ValueError:  # defined inside another function, or bound under another name
+            pass
+    return "", [module]
+
+
 def version_of(roots: Iterable[str], data: Any = None, package_dir: Path = PACKAGE_DIR) -> str:
     """A 16-hex code version over the roots' import closure (normalized) and `data`."""
     h = hashlib.sha256(GUI_ASSETS_VERSION.encode())
@@ -326,7 +342,7 @@ def _spec_roots_and_data(
     if stage == "raw":
         # Only the functions the raw stage calls, not the adapter module they sit in.
         fns = [f for f in (spec.file_patterns, spec.resolve_patterns) if f is not None]
-        closures = [function_closure(f.__name__, f.__module__, package_dir) for f in fns]
+        closures = [_callable_closure(f, package_dir) for f in fns]
         roots = sorted({m for _, modules in closures for m in modules})
         patterns = {k: spec.file_patterns(k) for k in spec.partition_keys}
         return roots, [spec.repo_id, spec.not_on_hub, patterns, [digest for digest, _ in closures]]

@@ -74,6 +74,15 @@ def _shards_metadata(spec: SourceSpec, key: str, out: OutLayout, manifest: Shard
     return metadata
 
 
+def _asset_ins(spec: SourceSpec) -> dict[str, dg.AssetIn]:
+    """The units read the split table and, through it, the IR episodes and their frames: both
+    are inputs, so a change to either marks the shards stale."""
+    return {
+        stage: dg.AssetIn(key=dg.AssetKey(f"{spec.name}_{stage}"), dagster_type=dg.Nothing)
+        for stage in ("splits", "episodes")
+    }
+
+
 def shards_asset(spec: SourceSpec, common: dict[str, Any]) -> dg.AssetsDefinition:
     @dg.op(
         name=f"{spec.name}_shard_plan",
@@ -136,12 +145,7 @@ def shards_asset(spec: SourceSpec, common: dict[str, Any]) -> dg.AssetsDefinitio
 
     @dg.graph_asset(
         key=dg.AssetKey(f"{spec.name}_shards"),
-        # The units read the split table and, through it, the IR episodes and their frames: both
-        # are inputs, so a change to either marks the shards stale.
-        ins={
-            "splits": dg.AssetIn(key=dg.AssetKey(f"{spec.name}_splits"), dagster_type=dg.Nothing),
-            "episodes": dg.AssetIn(key=dg.AssetKey(f"{spec.name}_episodes"), dagster_type=dg.Nothing),
-        },
+        ins=_asset_ins(spec),
         description=f"LIBERO-layout HDF5 shards "
         f"`<out>/{spec.name}_<partition>/{spec.name}_<partition>_NNNN.hdf5`: "
         "pre-action frames, causal-cursor eye-in-hand crops, masked action params. Written as "
