@@ -310,14 +310,10 @@ def _callable_closure(fn: Any, package_dir: Path) -> tuple[str, list[str]]:
     """function_closure of a module-level function of the package; anything else (a lambda, a
     function defined elsewhere) counts with its whole module, as a root."""
     name, module = getattr(fn, "__name__", ""), getattr(fn, "__module__", "")
-    if (
-        name.isidentifier()
-        and module_path(module, package_dir) is not None
-        and module.startswith(PACKAGE + ".")
-    ):
+    if name.isidentifier() and module.startswith(PACKAGE + "."):
         try:
             return function_closure(name, module, package_dir)
-        except ValueError:  # defined inside another function, or bound under another name
+        except ValueError:  # no such module file, or not bound at module level under that name
             pass
     return "", [module]
 

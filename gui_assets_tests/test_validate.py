@@ -8,7 +8,6 @@ names that rule (and nothing it should not) with exit status 1.
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import io
 import json
@@ -30,6 +29,7 @@ from gui_assets.sources import AGENTNET, WEBARENA
 from gui_assets.validate import main
 from gui_assets.validate.rules import RULES
 from gui_assets.writers import card, cua_lite, preview
+from gui_assets_tests.test_layering import imported_names
 
 ROOT = Path(__file__).resolve().parents[1]
 M2W, TASK, AGENT, WEBARENA_DIR = "mind2web_train", "mind2web_test_task", "agentnet_ubuntu", "webarena_human"
@@ -120,18 +120,10 @@ def test_the_validator_imports_nothing_of_the_pipeline():
     """It is an independent judge: only its own package, h5py, numpy and the standard library."""
     package = ROOT / "gui_assets" / "validate"
     for path in package.glob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names = (
-                [a.name for a in node.names]
-                if isinstance(node, ast.Import)
-                else [node.module or ""]
-                if isinstance(node, ast.ImportFrom) and node.level == 0
-                else []
-            )
-            for name in names:
-                top = name.split(".")[0]
-                assert top != "gui_assets" or name.startswith("gui_assets.validate"), (path.name, name)
-                assert top not in ("pyarrow", "polars", "PIL", "dagster"), (path.name, name)
+        for name in imported_names(path):
+            top = name.split(".")[0]
+            assert top != "gui_assets" or name.startswith("gui_assets.validate"), (path.name, name)
+            assert top not in ("pyarrow", "polars", "PIL", "dagster"), (path.name, name)
 
 
 def test_the_format_page_lists_every_rule_id_and_no_other():

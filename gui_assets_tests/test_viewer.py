@@ -12,7 +12,6 @@ Screenshots go to test-artifacts/viewer/.
 
 from __future__ import annotations
 
-import ast
 import io
 import json
 import re
@@ -39,6 +38,7 @@ from gui_assets.viewer import viewer_command
 from gui_assets.viewer.catalog import BadPath, Catalog, NotServed, ServedRoot, read_file_index
 from gui_assets.viewer.frames import encode_png
 from gui_assets_tests.conftest import clean_env
+from gui_assets_tests.test_layering import imported_names
 
 REPO = Path(__file__).resolve().parents[1]
 ARTIFACTS = REPO / "test-artifacts" / "viewer"
@@ -488,16 +488,8 @@ def test_the_viewer_imports_neither_dagster_nor_the_writers():
     """It reads shards as any user does: never through the code that wrote them."""
     package = REPO / "gui_assets" / "viewer"
     for path in package.rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names = (
-                [a.name for a in node.names]
-                if isinstance(node, ast.Import)
-                else [node.module or ""]
-                if isinstance(node, ast.ImportFrom)
-                else []
-            )
-            for name in names:
-                assert not name.startswith(("dagster", "gui_assets.writers", "gui_assets.defs")), (path, name)
+        for name in imported_names(path):
+            assert not name.startswith(("dagster", "gui_assets.writers", "gui_assets.defs")), (path, name)
 
 
 def test_starting_the_viewer_loads_neither_dagster_nor_the_writers():

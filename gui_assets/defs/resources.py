@@ -53,9 +53,6 @@ class GuiAssetsPaths(dg.ConfigurableResource):
             return Path(explicit).resolve()
         return ensure_demo_mirror(self.out_dir() / WORK_DIR / DEMO_MIRROR_DIR, SOURCES)
 
-    def uses_demo_mirror(self) -> bool:
-        return not (self.mirror or settings.MIRROR.read())
-
 
 class HubResource(dg.ConfigurableResource):
     """Hugging Face hub access. The token comes from HF_TOKEN at run time and is never logged.

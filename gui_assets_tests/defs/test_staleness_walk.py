@@ -23,11 +23,9 @@ import pytest
 
 from gui_assets.adapters import mind2web
 from gui_assets.defs import shard_graph, source_assets
-from gui_assets.defs.location import build_definitions
-from gui_assets.defs.resources import AlertsResource, BuildSettings, GuiAssetsPaths, HubResource
-from gui_assets.sources import MIND2WEB
+from gui_assets.defs.resources import GuiAssetsPaths, HubResource
 from gui_assets.writers import libero_hdf5
-from gui_assets_tests.defs.test_upstream import CHAIN, REPO, build, observe, statuses
+from gui_assets_tests.defs.test_upstream import CHAIN, REPO, build, mind2web_defs, observe, statuses
 
 BUILT = ["test_task", "test_domain"]  # two small partitions; the others are never built
 
@@ -41,18 +39,9 @@ def mirror(tmp_path: Path, demo_mirror: Path) -> Path:
 
 
 def make_defs(out: Path, mirror: Path) -> dg.Definitions:
-    located = build_definitions([MIND2WEB])
-    resources = {
-        "paths": GuiAssetsPaths(out=str(out), mirror=str(mirror), source="mirror"),
-        "hub": HubResource(cache_dir=str(out.parent / "hf-cache")),
-        "build": BuildSettings(),
-        "alerts": AlertsResource(),
-    }
-    return dg.Definitions(
-        assets=located.assets,
-        asset_checks=located.asset_checks,
-        jobs=located.jobs,
-        resources=resources,
+    return mind2web_defs(
+        GuiAssetsPaths(out=str(out), mirror=str(mirror), source="mirror"),
+        HubResource(cache_dir=str(out.parent / "hf-cache")),
     )
 
 

@@ -43,13 +43,17 @@ def hub(tmp_path: Path, demo_mirror: Path):
 
 @pytest.fixture
 def defs(tmp_path: Path, hub: LocalHub) -> dg.Definitions:
+    return mind2web_defs(
+        GuiAssetsPaths(out=str(tmp_path / "out"), source="hub"),
+        HubResource(endpoint=hub.endpoint, cache_dir=str(tmp_path / "hf-cache")),
+    )
+
+
+def mind2web_defs(paths: GuiAssetsPaths, hub: HubResource) -> dg.Definitions:
+    """The Mind2Web chain, its checks, its observation job and the sensors, loaded anew (a code
+    edit is a new load), on these resources."""
     located = build_definitions([MIND2WEB])
-    resources = {
-        "paths": GuiAssetsPaths(out=str(tmp_path / "out"), source="hub"),
-        "hub": HubResource(endpoint=hub.endpoint, cache_dir=str(tmp_path / "hf-cache")),
-        "build": BuildSettings(),
-        "alerts": AlertsResource(),
-    }
+    resources = {"paths": paths, "hub": hub, "build": BuildSettings(), "alerts": AlertsResource()}
     return dg.Definitions(
         assets=located.assets,
         asset_checks=located.asset_checks,
