@@ -43,7 +43,15 @@ CHAIN = "mind2web,mind2web_episodes,mind2web_splits,mind2web_shards,mind2web_dat
 USERS = "mind2web*"  # the selection users type: the chain and everything downstream of it
 EXECUTORS = ("in_process", "multiprocess")  # GUI_ASSETS_EXECUTOR for the CLI run
 # Steps whose seconds count as publishing in the user's command.
-PUBLISHING = ("mind2web_upload", "preview", "dataset_card", "hub_card", "cua_lite_export")
+PUBLISHING = (
+    "mind2web_upload",
+    "preview",
+    "dataset_card",
+    "hub_card",
+    "cua_lite_export",
+    "lerobot_export",
+    "hub_lerobot",
+)
 _STEP_DONE = re.compile(r'STEP_SUCCESS - Finished execution of step "([^"]+)" in ([0-9.]+)(ms|s|m)')
 
 

@@ -47,6 +47,7 @@ STAGE_MODULES: dict[str, tuple[str, ...]] = {
     "dataset_card": ("gui_assets.writers.card", "gui_assets.viewer.samples"),
     "hub_card": ("gui_assets.writers.hub",),
     "cua_lite_export": ("gui_assets.writers.cua_lite",),
+    "lerobot_export": ("gui_assets.writers.lerobot_export",),
 }
 
 

@@ -145,6 +145,29 @@ def demo_build(
     return out, infos
 
 
+@pytest.fixture(scope="session")
+def every_demo(demo_mirror: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every partition of every source of the demo mirror, built once: the out dir."""
+    out = tmp_path_factory.mktemp("every-demo")
+    for spec in SOURCES:
+        for key in spec.partition_keys:
+            build_directory(spec, key, out, RawSettings("mirror", demo_mirror))
+    return out
+
+
+AGENTVIEW_HW = (360, 640)
+
+
+@pytest.fixture(scope="session")
+def agentview_hw_build(demo_mirror: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Mind2Web train and AgentNet win_mac (three native sizes) built at agentview_hw 360x640."""
+    out = tmp_path_factory.mktemp("agentview-hw")
+    config = BuildConfig(agentview_hw=AGENTVIEW_HW)
+    for spec, key in ((MIND2WEB, "train"), (SOURCES[1], "win_mac")):
+        build_directory(spec, key, out, RawSettings("mirror", demo_mirror), config)
+    return out
+
+
 def cli_materialize(
     partition: str, cwd: Path, env: dict[str, str] | None = None, source: str = "mind2web"
 ) -> subprocess.CompletedProcess[str]:

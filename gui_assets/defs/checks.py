@@ -42,7 +42,7 @@ def _scalar_metadata(figures: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _report(
+def report(
     context: dg.AssetCheckExecutionContext,
     alerts: AlertsResource,
     paths: GuiAssetsPaths,
@@ -64,7 +64,7 @@ def _report(
         alert = Alert(
             kind="asset_check",
             asset=context.check_specs[0].asset_key.to_user_string(),
-            partition=context.partition_key,
+            partition=context.partition_key if context.has_partition_key else None,
             check=check,
             severity=verdict.severity,
             summary=verdict.summary,
@@ -113,7 +113,7 @@ def _alignment_leakage(spec: SourceSpec) -> dg.AssetChecksDefinition:
         verdict = invariants.alignment_leakage(
             _shards(paths, spec, key), out.episodes(spec.directory(key)), ImageStore(out.image_store)
         )
-        return _report(context, alerts, paths, "alignment_leakage", verdict)
+        return report(context, alerts, paths, "alignment_leakage", verdict)
 
     return alignment_leakage
 
@@ -130,7 +130,7 @@ def _causal_cursor(spec: SourceSpec) -> dg.AssetChecksDefinition:
         context: dg.AssetCheckExecutionContext, paths: GuiAssetsPaths, alerts: AlertsResource
     ) -> dg.AssetCheckResult:
         verdict = invariants.causal_cursor(_shards(paths, spec, context.partition_key))
-        return _report(context, alerts, paths, "causal_cursor", verdict)
+        return report(context, alerts, paths, "causal_cursor", verdict)
 
     return causal_cursor
 
@@ -147,7 +147,7 @@ def _action_mask(spec: SourceSpec) -> dg.AssetChecksDefinition:
         context: dg.AssetCheckExecutionContext, paths: GuiAssetsPaths, alerts: AlertsResource
     ) -> dg.AssetCheckResult:
         verdict = invariants.action_mask(_shards(paths, spec, context.partition_key))
-        return _report(context, alerts, paths, "action_mask", verdict)
+        return report(context, alerts, paths, "action_mask", verdict)
 
     return action_mask
 
@@ -173,7 +173,7 @@ def _scroll_histogram(spec: SourceSpec) -> dg.AssetChecksDefinition:
             "histogram_chart": inline_image(png, "image/png", "scroll histogram"),
             "histogram_png": dg.MetadataValue.path(str(chart)),
         }
-        return _report(context, alerts, paths, "scroll_histogram", verdict, extra)
+        return report(context, alerts, paths, "scroll_histogram", verdict, extra)
 
     return scroll_histogram
 
@@ -198,7 +198,7 @@ def _split_disjointness(spec: SourceSpec) -> dg.AssetChecksDefinition:
             if k != key and out.splits(spec.directory(k)).is_file()
         ]
         verdict = invariants.split_disjointness(this, others, spec.split_rule.val_fraction)
-        return _report(context, alerts, paths, "split_disjointness", verdict)
+        return report(context, alerts, paths, "split_disjointness", verdict)
 
     return split_disjointness
 
@@ -217,7 +217,7 @@ def _shard_integrity(spec: SourceSpec) -> dg.AssetChecksDefinition:
     ) -> dg.AssetCheckResult:
         directory = spec.directory(context.partition_key)
         verdict = integrity.shard_integrity(OutLayout(paths.out_dir()).directory(directory), directory)
-        return _report(context, alerts, paths, "shard_integrity", verdict)
+        return report(context, alerts, paths, "shard_integrity", verdict)
 
     return shard_integrity
 

@@ -13,7 +13,7 @@ from gui_assets.layout import PREVIEW_DIR, built_directories
 from gui_assets.lineage import stage_version
 from gui_assets.source_spec import SourceSpec
 from gui_assets.viewer.samples import SAMPLES_DIR, write_sample_pages
-from gui_assets.writers import card, cua_lite, preview
+from gui_assets.writers import card, cua_lite, lerobot_export, preview
 from gui_assets.writers import hub as hub_writer
 
 GROUP = "publish"
@@ -143,6 +143,78 @@ def _cua_lite_asset(info_keys: list[dg.AssetKey], episode_keys: list[dg.AssetKey
     return cua_lite_export_asset
 
 
+def _lerobot_asset(info_keys: list[dg.AssetKey], episode_keys: list[dg.AssetKey]) -> dg.AssetsDefinition:
+    @dg.asset(
+        key="lerobot_export",
+        deps=[*info_keys, *episode_keys],  # frames from the shards; which keep their bytes, from the IR
+        kinds={"parquet", "python"},
+        code_version=stage_version("lerobot_export"),
+        description="`<out>/lerobot/<directory>/`: every built directory as a LeRobotDataset v3.0 that "
+        "`LeRobotDataset(repo_id, root=...)` loads: agentview and eye-in-hand as lossless image features "
+        "pixel-equal to the shards, state, action and the GUI supervision as named features, the "
+        "instruction as task; one dataset per frame size (`<directory>_<H>x<W>/` beside the main one). "
+        "Datasets whose inputs did not change are kept.",
+        **COMMON,
+    )
+    def lerobot_export_asset(
+        context: dg.AssetExecutionContext, paths: GuiAssetsPaths
+    ) -> dg.MaterializeResult:
+        r = lerobot_export.write_export(paths.out_dir())
+        context.log.info(f"lerobot export: {len(r.written)} dataset(s) written, {len(r.reused)} kept")
+        d = r.to_dict()
+        return dg.MaterializeResult(
+            metadata={
+                "path": dg.MetadataValue.path(d["root"]),
+                "datasets": dg.MetadataValue.json(d["datasets"]),
+                "episodes": sum(f["episodes"] for f in r.datasets.values()),
+                "frames": sum(f["frames"] for f in r.datasets.values()),
+                "bytes": d["bytes"],
+                "written": dg.MetadataValue.json(r.written),
+                "reused": dg.MetadataValue.json(r.reused),
+                "removed": dg.MetadataValue.json(r.removed),
+            },
+            data_version=dg.DataVersion(r.digest()),
+        )
+
+    return lerobot_export_asset
+
+
+def _hub_lerobot_asset() -> dg.AssetsDefinition:
+    @dg.asset(
+        key="hub_lerobot",
+        deps=[dg.AssetKey("lerobot_export")],
+        kinds={"huggingface", "python"},
+        code_version=stage_version("hub_card"),
+        pool="hf_api",
+        description="Uploads `<out>/lerobot/` to GUI_ASSETS_HUB_REPO (or `<out>/hub/`) under `lerobot/`, "
+        "sending only the files the repo does not already hold with the same content.",
+        **COMMON,
+    )
+    def hub_lerobot_asset(
+        context: dg.AssetExecutionContext, paths: GuiAssetsPaths, hub: HubResource
+    ) -> dg.MaterializeResult:
+        out = paths.out_dir()
+        try:
+            listed = lerobot_export.published_files(out)
+        except ValueError as e:
+            raise fail(e) from None
+        target = hub.target(out)
+        try:
+            hub_writer.refuse_demo(built_directories(out), target)
+            r = hub_writer.upload(
+                [(p, local) for p, local, _ in listed],
+                target,
+                "Upload the LeRobot export",
+                log=context.log,
+                known={p: sha for p, _, sha in listed},
+            )
+        except hub_writer.UploadError as e:
+            raise fail(e) from None
+        return dg.MaterializeResult(metadata=r.to_dict())
+
+    return hub_lerobot_asset
+
+
 def build_repo_assets(sources: Sequence[SourceSpec]) -> list[dg.AssetsDefinition]:
     """The publishing assets, downstream of every given source's dataset_info."""
     info_keys = [dg.AssetKey(f"{s.name}_dataset_info") for s in sources]
@@ -152,4 +224,6 @@ def build_repo_assets(sources: Sequence[SourceSpec]) -> list[dg.AssetsDefinition
         _card_asset(info_keys),
         _hub_card_asset(),
         _cua_lite_asset(info_keys, episode_keys),
+        _lerobot_asset(info_keys, episode_keys),
+        _hub_lerobot_asset(),
     ]

@@ -3,32 +3,20 @@ size on request (agentview_hw), and Mind2Web's full viewport below a short page.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import h5py
 import numpy as np
 import pytest
 
-from gui_assets.config import BuildConfig
 from gui_assets.episode_store import ImageStore, iter_episodes
 from gui_assets.images import decode_rgb, window_pixels
 from gui_assets.ir import POINT_MASK, ActionType, GuiEpisode
-from gui_assets.layout import OutLayout
+from gui_assets.layout import DatasetInfo, OutLayout
 from gui_assets.pipeline import RawSettings, build_directory
 from gui_assets.shard_reader import demos, shard_files
 from gui_assets.sources import MIND2WEB, SOURCES
 from gui_assets.writers.frames import frame_size, plan_episode
 from gui_assets_tests.conftest import m2w_row, page_bytes
 from gui_assets_tests.writers.test_libero_hdf5 import step
-
-
-@pytest.fixture(scope="module")
-def every_demo(demo_mirror: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("frame-sizes")
-    for spec in SOURCES:
-        for key in spec.partition_keys:
-            build_directory(spec, key, out, RawSettings("mirror", demo_mirror))
-    return out
 
 
 def test_every_shard_of_every_demo_directory_holds_one_frame_size(every_demo):
@@ -64,15 +52,11 @@ def test_an_odd_first_frame_is_resized_to_the_others(tmp_path):
     assert plan.frame_hw == (450, 800) and plan.native_hw[0] == (396, 800)
 
 
-def test_agentview_hw_makes_every_directory_one_size_with_native_eye_crops(demo_mirror, tmp_path):
-    config = BuildConfig(agentview_hw=(360, 640))
-    out = tmp_path / "out"
-    for spec, key in ((MIND2WEB, "train"), (SOURCES[1], "win_mac")):
-        info = build_directory(spec, key, out, RawSettings("mirror", demo_mirror), config)
-        assert info.build["config"]["agentview_hw"] == [360, 640] or info.build["config"]["agentview_hw"] == (
-            360,
-            640,
-        )
+def test_agentview_hw_makes_every_directory_one_size_with_native_eye_crops(agentview_hw_build):
+    out = agentview_hw_build
+    for directory in ("mind2web_train", "agentnet_win_mac"):
+        info = DatasetInfo.read(out / directory / "dataset_info.json")
+        assert list(info.build["config"]["agentview_hw"]) == [360, 640]
         assert {tuple(e.frame_hw) for e in info.shards + info.val_shards} == {(360, 640)}
     layout = OutLayout(out)
     images = ImageStore(layout.image_store)

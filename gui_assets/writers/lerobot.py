@@ -1,0 +1,484 @@
+"""The LeRobot v3.0 export: every built directory as a LeRobotDataset under `<out>/lerobot/`.
+
+Frames come from the shards, so what lerobot reads is what the LIBERO loaders read, pixel for
+pixel. A directory whose shards have several frame sizes becomes one dataset per size (lerobot
+stacks an image feature's frames, so each feature has one shape): `<directory>/` holds the size
+most steps have, `<directory>_<H>x<W>/` each other. Episodes come in shard order, the main
+series then the `_val_` holdout, and info.json's `splits` gives both ranges.
+
+An agentview frame that is a whole stored screenshot, unresized, in PNG as 8-bit RGB (what the
+image feature decodes to three channels) keeps its original bytes: no decode, no encode. Any
+other frame, and every eye-in-hand crop, is inflated from the shard and PNG-encoded on threads
+(writers.png). Image statistics come from up to IMAGE_SAMPLES frames per episode, every 4th pixel
+each way; numeric statistics from every step. Memory holds at most WINDOW steps' encoded frames.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import shutil
+from collections import deque
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import h5py
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from gui_assets import shard_reader
+from gui_assets.atomic import TMP_MARK
+from gui_assets.cursor import EYE_SIZE
+from gui_assets.episode_store import ImageStore, iter_episodes
+from gui_assets.layout import DatasetInfo, OutLayout
+from gui_assets.writers import lerobot_meta as meta
+from gui_assets.writers.png import encode_rgb, is_rgb8_png, png_size
+
+EXPORT_DIR = "lerobot"  # <out>/lerobot/<dataset>/
+WINDOW = 64  # steps whose frames are encoded ahead, and the most a row group holds
+IMAGE_SAMPLES = 2  # agentview frames per episode that image statistics are taken from
+PNG_LEVEL = 1  # ISA-L level: level 1 is as small as Pillow's level 1 here, ~18x faster
+AGENTVIEW_STRIDE = 4  # statistics read every 4th pixel each way of a sampled agentview frame
+EYE_STRIDE = 2  # and every other pixel of every eye-in-hand crop
+EYE_SHAPE = (EYE_SIZE, EYE_SIZE, 3)
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """One dataset of a directory: its shards of one frame size."""
+
+    name: str
+    directory: str
+    frame_hw: tuple[int, int]
+    shards: tuple[Path, ...]
+    val_from: int  # index in `shards` where the holdout series starts
+
+
+def parts_of(info: DatasetInfo, directory: Path) -> list[Part]:
+    """A directory's datasets: one per frame size, the most-stepped size first (ties: larger)."""
+    by_size: dict[tuple[int, int], list[tuple[bool, Path, int]]] = {}
+    for val, entries in ((False, info.shards), (True, info.val_shards)):
+        for e in entries:
+            hw = tuple(e.frame_hw) if e.frame_hw else _shard_hw(directory / e.file)
+            by_size.setdefault(hw, []).append((val, directory / e.file, e.steps))  # type: ignore[arg-type]
+    sizes = sorted(by_size, key=lambda hw: (-sum(s for *_, s in by_size[hw]), -hw[0] * hw[1], hw))
+    parts = []
+    for i, hw in enumerate(sizes):
+        files = by_size[hw]
+        name = info.directory if i == 0 else f"{info.directory}_{hw[0]}x{hw[1]}"
+        val_from = next((j for j, (val, *_) in enumerate(files) if val), len(files))
+        parts.append(Part(name, info.directory, hw, tuple(p for _, p, _ in files), val_from))
+    return parts
+
+
+def _shard_hw(path: Path) -> tuple[int, int]:
+    with h5py.File(path, "r") as f:
+        for demo in f["data"].values():
+            return tuple(demo["obs/agentview_rgb"].shape[1:3])  # type: ignore[return-value]
+    return (0, 0)
+
+
+# --- frames ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Whole:
+    """A stored screenshot whose bytes are the agentview frame as they are."""
+
+    path: Path
+
+
+def original_frames(
+    layout: OutLayout, directory: str, frame_hw: tuple[int, int]
+) -> dict[str, list[Whole | None]]:
+    """Per episode id, per step: the stored screenshot when the agentview frame is that whole
+    image at the dataset's frame size (its header says PNG, 8-bit RGB), else None."""
+    images = ImageStore(layout.image_store)
+    out: dict[str, list[Whole | None]] = {}
+    for ep in iter_episodes(layout.episodes(directory)):
+        steps: list[Whole | None] = []
+        for step in ep.steps:
+            o = step.observation
+            steps.append(None)
+            if o.image_ext != "png" or o.left or o.top or (o.height, o.width) != frame_hw:
+                continue
+            path = images.path(o.image_sha256, o.image_ext)
+            try:
+                with open(path, "rb") as fh:
+                    head = fh.read(32)
+            except OSError:
+                continue
+            if is_rgb8_png(head) and png_size(head) == (o.width, o.height):
+                steps[-1] = Whole(path)
+        out[ep.episode_id] = steps
+    return out
+
+
+# A frame job's result: its PNG bytes, and the channel histogram of its pixels when sampled.
+Encoded = tuple[bytes, np.ndarray | None]
+
+
+def _encoded(chunk: bytes | np.ndarray, shape: tuple[int, ...], stride: int) -> Encoded:
+    """Inflate a shard frame, PNG-encode it; `stride` > 0: also tally its pixels."""
+    pixels = shard_reader.inflate(chunk, shape)
+    return encode_rgb(pixels, PNG_LEVEL), (meta.channel_histogram(pixels, stride) if stride else None)
+
+
+def _original(whole: Whole, chunk: bytes | np.ndarray | None, shape: tuple[int, ...]) -> Encoded:
+    """A stored screenshot's bytes as they are; with a shard chunk, also its pixels' tally."""
+    data = whole.path.read_bytes()
+    if chunk is None:
+        return data, None
+    return data, meta.channel_histogram(shard_reader.inflate(chunk, shape), AGENTVIEW_STRIDE)
+
+
+def sample_steps(T: int, k: int = IMAGE_SAMPLES) -> set[int]:
+    return {round(float(v)) for v in np.linspace(0, T - 1, min(T, k))}
+
+
+# --- one dataset -------------------------------------------------------------------------------
+
+
+@dataclass
+class _Totals:
+    episodes: int = 0
+    frames: int = 0
+    train_episodes: int = 0
+    originals: int = 0  # agentview frames kept as stored
+    encoded: int = 0  # agentview frames encoded from the shard
+    tasks: dict[str, int] = field(default_factory=dict)
+    stats: meta.EpisodeStats = field(default_factory=meta.EpisodeStats)
+
+
+class _HashingFile(io.RawIOBase):
+    """A file that hashes what is written to it, so no file is read back to be hashed."""
+
+    def __init__(self, path: Path) -> None:
+        self._fh = open(path, "wb")  # noqa: SIM115 - closed by close()
+        self.sha = hashlib.sha256()
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        self.sha.update(data)
+        return self._fh.write(data)
+
+    def close(self) -> None:
+        if not self.closed:
+            self._fh.close()
+        super().close()
+
+
+class _DataFiles:
+    """data/chunk-*/file-*.parquet: a new file once the open one holds DATA_FILE_MB. Tables are
+    written on a thread of their own (pyarrow releases the GIL), at most one waiting, so the
+    next frames encode while the last are written. Each file is hashed as it is written."""
+
+    def __init__(self, root: Path, schema: pa.Schema) -> None:
+        self.root, self.schema = root, schema
+        self.index = -1
+        self._held = 0  # bytes handed to the open file
+        self._writer: pq.ParquetWriter | None = None
+        self._file: _HashingFile | None = None
+        self._path: Path | None = None
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix="lerobot-parquet")
+        self._pending: Future[None] | None = None
+        self.written: list[tuple[Path, str]] = []
+
+    def at_episode_start(self) -> tuple[int, int]:
+        """(chunk, file) the next episode goes to."""
+        if self._writer is None or self._held > meta.DATA_FILE_MB << 20:
+            self._open()
+        return divmod(self.index, meta.CHUNKS_SIZE)
+
+    def _open(self) -> None:
+        self._close_file()
+        self.index += 1
+        chunk, file = divmod(self.index, meta.CHUNKS_SIZE)
+        self._path = self.root / meta.DATA_PATH.format(chunk_index=chunk, file_index=file)
+        self._path.parent.mkdir(parents=True, exist_ok=True)
+        # Image bytes are PNG already: compressing them again costs time for nothing.
+        compression = {
+            n: "none" if n.startswith("observation.images.") else "snappy" for n in self.schema.names
+        }
+        self._file = _HashingFile(self._path)
+        self._writer = pq.ParquetWriter(self._file, self.schema, compression=compression)
+        self._held = 0
+
+    def write(self, table: pa.Table) -> None:
+        writer = self._writer
+        assert writer is not None
+        self._wait()
+        self._held += table.nbytes
+        self._pending = self._thread.submit(writer.write_table, table, row_group_size=max(1, table.num_rows))
+
+    def _wait(self) -> None:
+        if self._pending is not None:
+            pending, self._pending = self._pending, None
+            pending.result()
+
+    def _close_file(self) -> None:
+        self._wait()
+        if self._writer is not None and self._file is not None and self._path is not None:
+            self._writer.close()
+            self._file.close()
+            self.written.append((self._path, self._file.sha.hexdigest()))
+            self._writer = self._file = None
+
+    def close(self) -> list[tuple[Path, str]]:
+        """Finish the last file; every file written, with its sha256."""
+        try:
+            self._close_file()
+        finally:
+            self._thread.shutdown(wait=True)
+        return self.written
+
+
+def _numeric_columns(demo: h5py.Group) -> dict[str, np.ndarray]:
+    cols: dict[str, np.ndarray] = {}
+    for key, (dtype, names) in meta.NUMERIC.items():
+        values = demo[meta.SHARD_SOURCE[key]][()]
+        cols[key] = np.asarray(values).astype(dtype).reshape(len(values), len(names))
+    return cols
+
+
+def _columns(
+    cols: dict[str, np.ndarray], texts: dict[str, list[str]], lo: int, hi: int, first: dict[str, int]
+) -> dict[str, pa.Array]:
+    """The non-image columns of steps lo..hi of an episode."""
+    out: dict[str, pa.Array] = {}
+    for key, (dtype, names) in meta.NUMERIC.items():
+        block = cols[key][lo:hi]
+        if len(names) == 1:
+            out[key] = pa.array(block[:, 0], type=meta._ARROW[dtype])
+        else:
+            out[key] = pa.FixedSizeListArray.from_arrays(
+                pa.array(block.ravel(), type=meta._ARROW[dtype]), len(names)
+            )
+    for key in meta.TEXT:
+        out[key] = pa.array(texts[key][lo:hi], pa.string())
+    t = np.arange(lo, hi, dtype=np.int64)
+    out["timestamp"] = pa.array((t / meta.FPS).astype(np.float32))
+    out["frame_index"] = pa.array(t)
+    out["episode_index"] = pa.array(np.full(hi - lo, first["episode"], np.int64))
+    out["index"] = pa.array(first["index"] + t)
+    out["task_index"] = pa.array(np.full(hi - lo, first["task"], np.int64))
+    return out
+
+
+@dataclass
+class _Episode:
+    """An episode read from its demo (all but the frames, which are jobs on the pool)."""
+
+    episode_id: str
+    T: int
+    task: str
+    val: bool
+    cols: dict[str, np.ndarray]
+    texts: dict[str, list[str]]
+    first: dict[str, int] = field(default_factory=dict)
+    where: tuple[int, int] = (0, 0)  # its data file (chunk, file)
+    tallies: dict[str, np.ndarray] = field(
+        default_factory=lambda: {k: np.zeros((3, 256), np.int64) for k in (meta.AGENTVIEW, meta.EYE_IN_HAND)}
+    )
+    cells: dict[str, list[dict[str, Any]]] = field(
+        default_factory=lambda: {meta.AGENTVIEW: [], meta.EYE_IN_HAND: []}
+    )
+    written: int = 0  # steps already in the data file
+
+
+# One step's frame jobs: (episode, step, agentview job, eye-in-hand job).
+_Step = tuple[_Episode, int, "Future[Encoded]", "Future[Encoded]"]
+
+
+class DatasetWriter:
+    """Writes one Part into `root` (a fresh folder). Frames are jobs on `pool`, submitted up to
+    WINDOW steps ahead of the step being written, across episode boundaries, so the threads stay
+    busy while a row group is assembled and written."""
+
+    def __init__(
+        self, part: Part, root: Path, originals: dict[str, list[Whole | None]], pool: ThreadPoolExecutor
+    ) -> None:
+        self.part, self.root, self.originals, self.pool = part, root, originals, pool
+        self.features = meta.features(part.frame_hw, video=False)
+        self.totals = _Totals()
+        self.episode_rows: list[dict[str, Any]] = []
+        self.image_keys = {meta.AGENTVIEW, meta.EYE_IN_HAND}
+        self.files: list[tuple[Path, str]] = []  # data files written, with their sha256
+
+    def write(self) -> _Totals:
+        data = _DataFiles(self.root, meta.data_schema(self.features))
+        ahead: deque[_Step] = deque()
+        try:
+            for step in self._steps():
+                ahead.append(step)
+                if len(ahead) > WINDOW:
+                    self._take(ahead.popleft(), data)
+            while ahead:
+                self._take(ahead.popleft(), data)
+        finally:
+            for f in ahead:
+                f[2].cancel()
+                f[3].cancel()
+            self.files = data.close()
+        self._finish()
+        return self.totals
+
+    def _steps(self) -> Iterator[_Step]:
+        """Every step of the part in order, its frame jobs submitted (shards read here only)."""
+        for i, path in enumerate(self.part.shards):
+            for _, demo in shard_reader.demos([path]):
+                T = int(demo.attrs["num_samples"])
+                ep = _Episode(
+                    shard_reader.text(demo.attrs["episode_id"]),
+                    T,
+                    shard_reader.text(demo.attrs["language_instruction"]),
+                    i >= self.part.val_from,
+                    _numeric_columns(demo),
+                    {k: [shard_reader.text(v) for v in demo[meta.SHARD_SOURCE[k]][()]] for k in meta.TEXT},
+                )
+                wholes = self.originals.get(ep.episode_id) or []
+                if len(wholes) != T:
+                    wholes = [None] * T  # the IR and the shard disagree: encode all from the shard
+                sampled = sample_steps(T)
+                av, eye = demo["obs/agentview_rgb"], demo["obs/eye_in_hand_rgb"]
+                for t in range(T):
+                    a = self._agentview(av, t, wholes[t], t in sampled)
+                    e = self.pool.submit(_encoded, shard_reader.read_chunk(eye, t), EYE_SHAPE, EYE_STRIDE)
+                    yield ep, t, a, e
+
+    def _agentview(self, av: h5py.Dataset, t: int, whole: Whole | None, sampled: bool) -> Future[Encoded]:
+        shape = (*self.part.frame_hw, 3)
+        if whole is not None:
+            self.totals.originals += 1
+            chunk = shard_reader.read_chunk(av, t) if sampled else None
+            return self.pool.submit(_original, whole, chunk, shape)
+        self.totals.encoded += 1
+        stride = AGENTVIEW_STRIDE if sampled else 0
+        return self.pool.submit(_encoded, shard_reader.read_chunk(av, t), shape, stride)
+
+    def _take(self, step: _Step, data: _DataFiles) -> None:
+        ep, t, a, e = step
+        if t == 0:
+            self._begin(ep, data)
+        for key, fut in ((meta.AGENTVIEW, a), (meta.EYE_IN_HAND, e)):
+            png, tally = fut.result()
+            ep.cells[key].append({"bytes": png, "path": None})
+            if tally is not None:
+                ep.tallies[key] += tally
+        if t == ep.T - 1 or t + 1 - ep.written >= WINDOW:
+            lo, hi = ep.written, t + 1
+            images = {k: pa.array(v, meta.IMAGE_STRUCT) for k, v in ep.cells.items()}
+            data.write(
+                pa.table({**images, **_columns(ep.cols, ep.texts, lo, hi, ep.first)}, schema=data.schema)
+            )
+            ep.cells = {k: [] for k in ep.cells}
+            ep.written = hi
+        if t == ep.T - 1:
+            self._end(ep)
+
+    def _begin(self, ep: _Episode, data: _DataFiles) -> None:
+        tot = self.totals
+        ep.first = {
+            "episode": tot.episodes,
+            "index": tot.frames,
+            "task": tot.tasks.setdefault(ep.task, len(tot.tasks)),
+        }
+        ep.where = data.at_episode_start()
+        tot.episodes += 1
+        tot.frames += ep.T
+        tot.train_episodes += 0 if ep.val else 1
+
+    def _end(self, ep: _Episode) -> None:
+        T, first = ep.T, ep.first
+        stats = meta.EpisodeStats({k: meta.Moments.of(v, T) for k, v in ep.cols.items()})
+        for key, tally in ep.tallies.items():
+            stats.per_feature[key] = meta.image_moments(tally, T)
+        t = np.arange(T, dtype=np.float64)[:, None]
+        for key, values in (
+            ("timestamp", t / meta.FPS),
+            ("frame_index", t),
+            ("episode_index", np.full((T, 1), first["episode"], np.float64)),
+            ("index", first["index"] + t),
+            ("task_index", np.full((T, 1), first["task"], np.float64)),
+        ):
+            stats.per_feature[key] = meta.Moments.of(values, T)
+        chunk, file = ep.where
+        self.episode_rows.append(
+            {
+                "episode_index": first["episode"],
+                "tasks": [ep.task],
+                "length": T,
+                "data/chunk_index": chunk,
+                "data/file_index": file,
+                "dataset_from_index": first["index"],
+                "dataset_to_index": first["index"] + T,
+                "meta/episodes/chunk_index": 0,
+                "meta/episodes/file_index": 0,
+                **stats.flattened(self.image_keys),
+            }
+        )
+        self.totals.stats.add(stats)
+
+    def _finish(self) -> None:
+        tot = self.totals
+        path = self.root / meta.EPISODES_PATH.format(chunk_index=0, file_index=0)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.Table.from_pylist(self.episode_rows), path)
+        pq.write_table(meta.tasks_table(list(tot.tasks)), self.root / "meta" / "tasks.parquet")
+        (self.root / "meta" / "stats.json").write_text(
+            json.dumps(tot.stats.to_stats(self.image_keys), indent=2), encoding="utf-8"
+        )
+        splits = {"train": f"0:{tot.train_episodes}"}
+        if tot.train_episodes < tot.episodes:
+            splits["validation"] = f"{tot.train_episodes}:{tot.episodes}"
+        info = meta.info_json(self.features, tot.episodes, tot.frames, len(tot.tasks), splits, video=False)
+        (self.root / "meta" / "info.json").write_text(json.dumps(info, indent=2), encoding="utf-8")
+
+
+# --- publishing one dataset --------------------------------------------------------------------
+
+
+def _swap_in(tmp: Path, final: Path) -> None:
+    """Publish a finished dataset folder: the old one is moved aside, then removed. A reader sees
+    the old dataset or the new one (for an instant none), never a mix of the two."""
+    old = final.with_name(f".{final.name}.old{TMP_MARK}{os.getpid()}")
+    if final.exists():
+        os.replace(final, old)
+    os.replace(tmp, final)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def export_part(out: Path, part: Part, pool: ThreadPoolExecutor) -> tuple[dict[str, Any], dict[str, str]]:
+    """Write one dataset to `<out>/lerobot/<part.name>/` (built under a temp name, then swapped
+    in); its figures, and the sha256 of its data files by path in the dataset."""
+    final = out / EXPORT_DIR / part.name
+    tmp = final.with_name(f".{part.name}{TMP_MARK}{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    try:
+        originals = original_frames(OutLayout(out), part.directory, part.frame_hw)
+        writer = DatasetWriter(part, tmp, originals, pool)
+        totals = writer.write()
+        hashes = {p.relative_to(tmp).as_posix(): sha for p, sha in writer.files}
+        _swap_in(tmp, final)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    figures = {
+        "directory": part.directory,
+        "frame_hw": list(part.frame_hw),
+        "episodes": totals.episodes,
+        "frames": totals.frames,
+        "validation_episodes": totals.episodes - totals.train_episodes,
+        "tasks": len(totals.tasks),
+        "agentview_original": totals.originals,
+        "agentview_encoded": totals.encoded,
+    }
+    return figures, hashes

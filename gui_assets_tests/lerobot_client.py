@@ -1,0 +1,95 @@
+"""Run by lerobot's own Python (its own virtual environment): load each exported dataset with
+`LeRobotDataset(repo_id, root=...)` offline, read random items, batch every frame through a torch
+DataLoader, and compare what comes back with the shards, read here with h5py.
+
+    <lerobot python> lerobot_client.py REQUEST.json  ->  prints a JSON report
+
+REQUEST: {"seed": int, "items": int, "datasets": [{"name", "root", "demos": [[shard, demo], ...]}]}
+with demos in episode order. Imports nothing of gui_assets: lerobot is the judge here.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+from typing import Any
+
+import h5py
+import numpy as np
+import torch
+from lerobot.datasets.lerobot_dataset import LeRobotDataset
+
+IMAGES = (
+    ("observation.images.agentview", "agentview_rgb"),
+    ("observation.images.eye_in_hand", "eye_in_hand_rgb"),
+)
+VECTORS = (
+    ("action", "actions"),
+    ("action_mask", "action_mask"),
+    ("action_params", "action_params"),
+    ("observation.state", "states"),
+)
+
+
+def _pixels(chw: torch.Tensor) -> np.ndarray:
+    """lerobot's float CHW image in [0, 1] back to the HWC uint8 it was made from."""
+    return (chw.permute(1, 2, 0).numpy() * 255.0).round().astype(np.uint8)
+
+
+def _text(x: Any) -> str:
+    return x.decode("utf-8") if isinstance(x, bytes) else str(x)
+
+
+def _compare(item: dict[str, Any], demo: h5py.Group) -> list[str]:
+    t = int(item["frame_index"])
+    wrong = []
+    for key, name in IMAGES:
+        if not np.array_equal(_pixels(item[key]), demo[f"obs/{name}"][t]):
+            wrong.append(key)
+    for key, name in VECTORS:
+        if not np.array_equal(item[key].numpy(), demo[name][t]):
+            wrong.append(key)
+    if int(item["action_type"]) != int(demo["action_type"][t]):
+        wrong.append("action_type")
+    for key in ("action_text", "action_desc"):
+        if item[key] != _text(demo[key][t]):
+            wrong.append(key)
+    if item["task"] != _text(demo.attrs["language_instruction"]):
+        wrong.append("task")
+    return wrong
+
+
+def check(spec: dict[str, Any], items: int, seed: int) -> dict[str, Any]:
+    ds = LeRobotDataset(f"gui_assets/{spec['name']}", root=spec["root"])
+    demos = spec["demos"]
+    report: dict[str, Any] = {"frames": len(ds), "episodes": ds.num_episodes, "mismatches": [], "items": 0}
+    rng = random.Random(f"{seed}:{spec['name']}")
+    for i in rng.sample(range(len(ds)), min(items, len(ds))):
+        item = ds[i]
+        shard, name = demos[int(item["episode_index"])]
+        with h5py.File(shard, "r") as f:
+            wrong = _compare(item, f["data"][name])
+        report["items"] += 1
+        report["mismatches"] += [f"{spec['name']}[{i}]: {w}" for w in wrong]
+    loader = torch.utils.data.DataLoader(ds, batch_size=8, shuffle=True, num_workers=0)
+    rows, shapes = 0, set()
+    for batch in loader:
+        rows += len(batch["index"])
+        shapes.add(tuple(batch["observation.images.agentview"].shape[1:]))
+        assert len(batch["task"]) == len(batch["index"])
+    report["rows_batched"] = rows
+    report["agentview_shapes"] = sorted(shapes)
+    report["batches"] = -(-rows // 8)
+    return report
+
+
+def main(path: str) -> None:
+    with open(path, encoding="utf-8") as fh:
+        request = json.load(fh)
+    reports = {d["name"]: check(d, request["items"], request["seed"]) for d in request["datasets"]}
+    print(json.dumps(reports))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
