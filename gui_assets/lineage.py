@@ -48,6 +48,7 @@ STAGE_MODULES: dict[str, tuple[str, ...]] = {
     "hub_card": ("gui_assets.writers.hub",),
     "cua_lite_export": ("gui_assets.writers.cua_lite",),
     "lerobot_export": ("gui_assets.writers.lerobot_export",),
+    "hub_lerobot": ("gui_assets.writers.hub", "gui_assets.writers.lerobot_export"),
 }
 
 
@@ -56,6 +57,7 @@ STAGE_FILES: dict[str, tuple[str, ...]] = {
     # the card's prose, and the viewer page its sample pages inline
     "dataset_card": (
         "templates/dataset_card.md",
+        "templates/dataset_card_lerobot.md",
         "viewer/static/index.html",
         "viewer/static/viewer.css",
         "viewer/static/viewer.js",

@@ -78,6 +78,12 @@ WRITE_THREADS = Variable(
     "threads that decode and deflate frames in a shard-writing step (the `write_threads` knob wins)",
     "the usable CPUs",
 )
+LEROBOT = Variable(
+    "GUI_ASSETS_LEROBOT",
+    "`1`: write the LeRobot export (`lerobot_export`, `hub_lerobot`) with the rest; it doubles the "
+    "bytes written and uploaded (the `lerobot_export` knob wins)",
+    "off",
+)
 
 VARIABLES: tuple[Variable, ...] = (
     MIRROR,
@@ -91,6 +97,7 @@ VARIABLES: tuple[Variable, ...] = (
     CELERY_BROKER,
     CELERY_BACKEND,
     WRITE_THREADS,
+    LEROBOT,
 )
 
 
@@ -126,6 +133,19 @@ PUBLISH_KNOBS: tuple[Knob, ...] = (
         bool,
         False,
         "export a benchmark's evaluation tasks (WebArena's) to cua-lite as validation (never as train)",
+    ),
+    Knob(
+        "lerobot_export",
+        bool | None,
+        None,
+        "write every built directory as a LeRobot v3.0 dataset too (`lerobot_export`, `hub_lerobot`)",
+        default_text="`GUI_ASSETS_LEROBOT`, else off",
+    ),
+    Knob(
+        "lerobot_video",
+        bool,
+        False,
+        "the LeRobot export's agentview as an AV1 video feature (lossy, smaller) instead of PNG images",
     ),
     Knob("preview_count", int, 665, "steps sampled into the preview, across every directory built"),
     Knob("preview_seed", int, 0, "the seed of the preview's sample"),

@@ -5,7 +5,9 @@ DataLoader, and compare what comes back with the shards, read here with h5py.
     <lerobot python> lerobot_client.py REQUEST.json  ->  prints a JSON report
 
 REQUEST: {"seed": int, "items": int, "datasets": [{"name", "root", "demos": [[shard, demo], ...]}]}
-with demos in episode order. Imports nothing of gui_assets: lerobot is the judge here.
+with demos in episode order. Image features must equal the shards; a video feature (decoded by
+lerobot through torchcodec) is reported by its lowest PSNR. Imports nothing of gui_assets:
+lerobot is the judge here.
 """
 
 from __future__ import annotations
@@ -41,11 +43,20 @@ def _text(x: Any) -> str:
     return x.decode("utf-8") if isinstance(x, bytes) else str(x)
 
 
-def _compare(item: dict[str, Any], demo: h5py.Group) -> list[str]:
+def _psnr(a: np.ndarray, b: np.ndarray) -> float:
+    mse = float(np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2))
+    return 99.0 if mse == 0 else 10 * float(np.log10(255.0**2 / mse))
+
+
+def _compare(item: dict[str, Any], demo: h5py.Group, videos: set[str], psnr: list[float]) -> list[str]:
+    """What differs from the shard: exact for image features, PSNR (kept in `psnr`) for videos."""
     t = int(item["frame_index"])
     wrong = []
     for key, name in IMAGES:
-        if not np.array_equal(_pixels(item[key]), demo[f"obs/{name}"][t]):
+        got, want = _pixels(item[key]), demo[f"obs/{name}"][t]
+        if key in videos:
+            psnr.append(_psnr(got, want))
+        elif not np.array_equal(got, want):
             wrong.append(key)
     for key, name in VECTORS:
         if not np.array_equal(item[key].numpy(), demo[name][t]):
@@ -64,12 +75,13 @@ def check(spec: dict[str, Any], items: int, seed: int) -> dict[str, Any]:
     ds = LeRobotDataset(f"gui_assets/{spec['name']}", root=spec["root"])
     demos = spec["demos"]
     report: dict[str, Any] = {"frames": len(ds), "episodes": ds.num_episodes, "mismatches": [], "items": 0}
+    videos, psnr = set(ds.meta.video_keys), []
     rng = random.Random(f"{seed}:{spec['name']}")
     for i in rng.sample(range(len(ds)), min(items, len(ds))):
         item = ds[i]
         shard, name = demos[int(item["episode_index"])]
         with h5py.File(shard, "r") as f:
-            wrong = _compare(item, f["data"][name])
+            wrong = _compare(item, f["data"][name], videos, psnr)
         report["items"] += 1
         report["mismatches"] += [f"{spec['name']}[{i}]: {w}" for w in wrong]
     loader = torch.utils.data.DataLoader(ds, batch_size=8, shuffle=True, num_workers=0)
@@ -81,6 +93,8 @@ def check(spec: dict[str, Any], items: int, seed: int) -> dict[str, Any]:
     report["rows_batched"] = rows
     report["agentview_shapes"] = sorted(shapes)
     report["batches"] = -(-rows // 8)
+    report["video_keys"] = sorted(videos)
+    report["video_psnr_min"] = min(psnr) if psnr else None
     return report
 
 

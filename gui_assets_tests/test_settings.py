@@ -27,6 +27,7 @@ VARIABLE_NAMES = {
     "GUI_ASSETS_CELERY_BROKER",
     "GUI_ASSETS_CELERY_BACKEND",
     "GUI_ASSETS_WRITE_THREADS",
+    "GUI_ASSETS_LEROBOT",
 }
 
 
@@ -126,6 +127,8 @@ def test_every_registered_option_is_typed_documented_and_valid_by_default():
 def test_publish_knobs_are_not_recorded_in_build_config():
     assert {k.name for k in settings.PUBLISH_KNOBS} == {
         "cua_lite_evaluation_as_validation",
+        "lerobot_export",
+        "lerobot_video",
         "preview_count",
         "preview_seed",
         "write_threads",
@@ -138,3 +141,19 @@ def test_publish_knobs_are_not_recorded_in_build_config():
 def test_a_spec_without_options_resolves_to_none():
     spec: SourceSpec = next(s for s in SOURCES if not s.options)
     assert BuildConfig().for_source(spec).options == {}
+
+
+def test_the_lerobot_export_is_off_unless_the_knob_or_the_variable_asks(monkeypatch):
+    import dagster as dg
+
+    from gui_assets.defs.resources import BuildSettings
+
+    monkeypatch.delenv("GUI_ASSETS_LEROBOT", raising=False)
+    assert not BuildSettings().lerobot()
+    monkeypatch.setenv("GUI_ASSETS_LEROBOT", "1")
+    assert BuildSettings().lerobot() and not BuildSettings(lerobot_export=False).lerobot()
+    monkeypatch.setenv("GUI_ASSETS_LEROBOT", "0")
+    assert not BuildSettings().lerobot() and BuildSettings(lerobot_export=True).lerobot()
+    monkeypatch.setenv("GUI_ASSETS_LEROBOT", "maybe")
+    with pytest.raises(dg.Failure, match="GUI_ASSETS_LEROBOT"):
+        BuildSettings().lerobot()

@@ -2,7 +2,7 @@
 upload and the cua-lite export. They read whatever directories have been built, so sources
 never materialized are simply absent (the card's tables list what exists)."""
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import dagster as dg
@@ -15,6 +15,7 @@ from gui_assets.source_spec import SourceSpec
 from gui_assets.viewer.samples import SAMPLES_DIR, write_sample_pages
 from gui_assets.writers import card, cua_lite, lerobot_export, preview
 from gui_assets.writers import hub as hub_writer
+from gui_assets.writers.lerobot_video import VideoError
 
 GROUP = "publish"
 COMMON = {"group_name": GROUP, "owners": OWNERS}
@@ -61,10 +62,12 @@ def _card_asset(info_keys: list[dg.AssetKey]) -> dg.AssetsDefinition:
         "licences.",
         **COMMON,
     )
-    def dataset_card_asset(paths: GuiAssetsPaths, hub: HubResource) -> dg.MaterializeResult:
+    def dataset_card_asset(
+        paths: GuiAssetsPaths, hub: HubResource, build: BuildSettings
+    ) -> dg.MaterializeResult:
         out = paths.out_dir()
         pages = write_sample_pages(out, [i.directory for i in built_directories(out)])
-        r = card.write_card(out, hub.upload_repo() or "<owner>/<dataset>", set(pages))
+        r = card.write_card(out, hub.upload_repo() or "<owner>/<dataset>", set(pages), build.lerobot())
         text = Path(r["path"]).read_text(encoding="utf-8")
         return dg.MaterializeResult(
             metadata={
@@ -149,20 +152,31 @@ def _lerobot_asset(info_keys: list[dg.AssetKey], episode_keys: list[dg.AssetKey]
         deps=[*info_keys, *episode_keys],  # frames from the shards; which keep their bytes, from the IR
         kinds={"parquet", "python"},
         code_version=stage_version("lerobot_export"),
+        output_required=False,  # off unless asked for: it doubles the bytes written and uploaded
         description="`<out>/lerobot/<directory>/`: every built directory as a LeRobotDataset v3.0 that "
         "`LeRobotDataset(repo_id, root=...)` loads: agentview and eye-in-hand as lossless image features "
         "pixel-equal to the shards, state, action and the GUI supervision as named features, the "
         "instruction as task; one dataset per frame size (`<directory>_<H>x<W>/` beside the main one). "
-        "Datasets whose inputs did not change are kept.",
+        "Datasets whose inputs did not change are kept. Off unless GUI_ASSETS_LEROBOT=1 or the "
+        "`lerobot_export` knob is set: then it is not materialized and `hub_lerobot` is skipped.",
         **COMMON,
     )
     def lerobot_export_asset(
-        context: dg.AssetExecutionContext, paths: GuiAssetsPaths
-    ) -> dg.MaterializeResult:
-        r = lerobot_export.write_export(paths.out_dir())
+        context: dg.AssetExecutionContext, paths: GuiAssetsPaths, build: BuildSettings
+    ) -> Iterator[dg.MaterializeResult]:
+        if not build.lerobot():
+            context.log.info(
+                "LeRobot export off: not materialized (GUI_ASSETS_LEROBOT=1 or the lerobot_export knob "
+                "turns it on)"
+            )
+            return
+        try:
+            r = lerobot_export.write_export(paths.out_dir(), video=build.lerobot_video)
+        except VideoError as e:
+            raise fail(e) from None
         context.log.info(f"lerobot export: {len(r.written)} dataset(s) written, {len(r.reused)} kept")
         d = r.to_dict()
-        return dg.MaterializeResult(
+        yield dg.MaterializeResult(
             metadata={
                 "path": dg.MetadataValue.path(d["root"]),
                 "datasets": dg.MetadataValue.json(d["datasets"]),
@@ -172,6 +186,7 @@ def _lerobot_asset(info_keys: list[dg.AssetKey], episode_keys: list[dg.AssetKey]
                 "written": dg.MetadataValue.json(r.written),
                 "reused": dg.MetadataValue.json(r.reused),
                 "removed": dg.MetadataValue.json(r.removed),
+                "video": build.lerobot_video,
             },
             data_version=dg.DataVersion(r.digest()),
         )
@@ -184,7 +199,7 @@ def _hub_lerobot_asset() -> dg.AssetsDefinition:
         key="hub_lerobot",
         deps=[dg.AssetKey("lerobot_export")],
         kinds={"huggingface", "python"},
-        code_version=stage_version("hub_card"),
+        code_version=stage_version("hub_lerobot"),
         pool="hf_api",
         description="Uploads `<out>/lerobot/` to GUI_ASSETS_HUB_REPO (or `<out>/hub/`) under `lerobot/`, "
         "sending only the files the repo does not already hold with the same content.",

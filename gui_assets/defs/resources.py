@@ -105,6 +105,16 @@ class BuildSettingsBase(dg.ConfigurableResource):
         except (OptionError, ValueError) as e:
             raise dg.Failure(f"resources.build.config: {e}") from None
 
+    def lerobot(self) -> bool:
+        """Whether the LeRobot export is on: the `lerobot_export` knob, else GUI_ASSETS_LEROBOT."""
+        explicit = getattr(self, "lerobot_export", None)
+        if explicit is not None:
+            return bool(explicit)
+        value = (settings.LEROBOT.read() or "").strip().lower()
+        if value not in ("", "0", "1", "true", "false", "yes", "no"):
+            raise dg.Failure(f"{settings.LEROBOT.name} must be 1 or 0, not {value!r}")
+        return value in ("1", "true", "yes")
+
     def threads(self) -> int | None:
         explicit = getattr(self, "write_threads", None)
         if explicit:

@@ -16,6 +16,8 @@ from gui_assets.atomic import atomic_write_text
 from gui_assets.layout import PREVIEW_DIR, DatasetInfo, built_directories
 
 TEMPLATE = Path(__file__).resolve().parent.parent / "templates" / "dataset_card.md"
+# The LeRobot section: only in the card of a build whose LeRobot export is on.
+LEROBOT_TEMPLATE = TEMPLATE.with_name("dataset_card_lerobot.md")
 LICENSE_FILE = "LICENSE.md"  # the card's license_link
 DEMO_NOTICE = (
     "\n> **Demo data, not a dataset.** Built from gui_assets' generated demo mirror: small synthetic\n"
@@ -81,7 +83,9 @@ def samples_section(infos: list[DatasetInfo], pages: set[str]) -> str:
     )
 
 
-def card_text(infos: list[DatasetInfo], repo_id: str, sample_pages: set[str] | None = None) -> str:
+def card_text(
+    infos: list[DatasetInfo], repo_id: str, sample_pages: set[str] | None = None, lerobot: bool = False
+) -> str:
     main = [_row(i, val=False) for i in infos]
     val = [_row(i, val=True) for i in infos if i.val_shards]
     for rows in (main, val):
@@ -102,6 +106,11 @@ def card_text(infos: list[DatasetInfo], repo_id: str, sample_pages: set[str] | N
     example = next(
         (f"{r['directory']}{i.shards[0].file}" for r, i in zip(main, infos, strict=True) if i.shards), ""
     )
+    lerobot_section = ""
+    if lerobot:
+        lerobot_section = Template(LEROBOT_TEMPLATE.read_text(encoding="utf-8")).substitute(
+            repo_id=repo_id, lerobot_example=infos[0].directory if infos else "<directory>"
+        )
     return Template(TEMPLATE.read_text(encoding="utf-8")).substitute(
         preview_dir=PREVIEW_DIR,
         source_count=len(sources),
@@ -114,6 +123,7 @@ def card_text(infos: list[DatasetInfo], repo_id: str, sample_pages: set[str] | N
         source_notes=notes,
         samples_section=samples_section(infos, sample_pages or set()),
         example=example,
+        lerobot_section=lerobot_section,
         repo_id=repo_id,
         upstream_rows=upstream,
         demo_notice=DEMO_NOTICE if any(i.demo for i in infos) else "",
@@ -147,9 +157,12 @@ def licence_text(infos: list[DatasetInfo]) -> str:
     )
 
 
-def write_card(out: Path, repo_id: str, sample_pages: set[str] | None = None) -> dict[str, Any]:
-    """The card and its licence file; `sample_pages` are the directories with a sample page."""
+def write_card(
+    out: Path, repo_id: str, sample_pages: set[str] | None = None, lerobot: bool = False
+) -> dict[str, Any]:
+    """The card and its licence file; `sample_pages` are the directories with a sample page;
+    `lerobot`: the build's LeRobot export is on (the card says how to load it)."""
     infos = built_directories(out)
-    atomic_write_text(out / "README.md", card_text(infos, repo_id, sample_pages))
+    atomic_write_text(out / "README.md", card_text(infos, repo_id, sample_pages, lerobot))
     atomic_write_text(out / LICENSE_FILE, licence_text(infos))
     return {"path": str(out / "README.md"), "directories": [i.directory for i in infos]}

@@ -15,8 +15,6 @@ each way; numeric statistics from every step. Memory holds at most WINDOW steps'
 
 from __future__ import annotations
 
-import hashlib
-import io
 import json
 import os
 import shutil
@@ -38,6 +36,8 @@ from gui_assets.cursor import EYE_SIZE
 from gui_assets.episode_store import ImageStore, iter_episodes
 from gui_assets.layout import DatasetInfo, OutLayout
 from gui_assets.writers import lerobot_meta as meta
+from gui_assets.writers.lerobot_files import DataFiles
+from gui_assets.writers.lerobot_video import VideoFiles, video_info
 from gui_assets.writers.png import encode_rgb, is_rgb8_png, png_size
 
 EXPORT_DIR = "lerobot"  # <out>/lerobot/<dataset>/
@@ -120,22 +120,53 @@ def original_frames(
     return out
 
 
-# A frame job's result: its PNG bytes, and the channel histogram of its pixels when sampled.
-Encoded = tuple[bytes, np.ndarray | None]
+@dataclass(frozen=True, slots=True)
+class WindowJob:
+    """Up to WINDOW steps of one episode, their shard chunks already read (h5py stays on the
+    caller's thread): what a worker needs to make their two image columns."""
+
+    shape: tuple[int, int, int]
+    wholes: tuple[Whole | None, ...]  # per step: keep this stored screenshot's bytes
+    agentview: tuple[bytes | np.ndarray | None, ...]  # per step: the shard chunk, when read
+    sampled: tuple[bool, ...]  # per step: tallied into the image statistics
+    eyes: tuple[bytes | np.ndarray, ...]
+    video: bool  # hand back agentview pixels for the encoder instead of PNG
 
 
-def _encoded(chunk: bytes | np.ndarray, shape: tuple[int, ...], stride: int) -> Encoded:
-    """Inflate a shard frame, PNG-encode it; `stride` > 0: also tally its pixels."""
-    pixels = shard_reader.inflate(chunk, shape)
-    return encode_rgb(pixels, PNG_LEVEL), (meta.channel_histogram(pixels, stride) if stride else None)
+@dataclass(slots=True)
+class WindowFrames:
+    agentview: pa.Array | list[np.ndarray]  # an image column, or pixels for the video
+    eye: pa.Array
+    tallies: dict[str, np.ndarray]
 
 
-def _original(whole: Whole, chunk: bytes | np.ndarray | None, shape: tuple[int, ...]) -> Encoded:
-    """A stored screenshot's bytes as they are; with a shard chunk, also its pixels' tally."""
-    data = whole.path.read_bytes()
-    if chunk is None:
-        return data, None
-    return data, meta.channel_histogram(shard_reader.inflate(chunk, shape), AGENTVIEW_STRIDE)
+def _image_column(data: list[bytes]) -> pa.Array:
+    return pa.StructArray.from_arrays(
+        [pa.array(data, pa.binary()), pa.nulls(len(data), pa.string())], fields=list(meta.IMAGE_STRUCT)
+    )
+
+
+def _window(job: WindowJob) -> WindowFrames:
+    """Run on a worker: the window's PNG bytes (or pixels) and its pixels' tallies."""
+    av_tally = np.zeros((3, 256), np.int64)
+    agentview: list[Any] = []
+    for whole, chunk, sampled in zip(job.wholes, job.agentview, job.sampled, strict=True):
+        pixels = None if chunk is None else shard_reader.inflate(chunk, job.shape)
+        if sampled and pixels is not None:
+            av_tally += meta.channel_histogram(pixels, AGENTVIEW_STRIDE)
+        if job.video:
+            agentview.append(pixels)
+        elif whole is not None:
+            agentview.append(whole.path.read_bytes())
+        else:
+            agentview.append(encode_rgb(pixels, PNG_LEVEL))  # type: ignore[arg-type]
+    eyes = [shard_reader.inflate(chunk, EYE_SHAPE) for chunk in job.eyes]
+    eye_tally = meta.channel_histogram(np.concatenate(eyes, axis=0), EYE_STRIDE)
+    return WindowFrames(
+        agentview if job.video else _image_column(agentview),
+        _image_column([encode_rgb(e, PNG_LEVEL) for e in eyes]),
+        {meta.AGENTVIEW: av_tally, meta.EYE_IN_HAND: eye_tally},
+    )
 
 
 def sample_steps(T: int, k: int = IMAGE_SAMPLES) -> set[int]:
@@ -154,91 +185,6 @@ class _Totals:
     encoded: int = 0  # agentview frames encoded from the shard
     tasks: dict[str, int] = field(default_factory=dict)
     stats: meta.EpisodeStats = field(default_factory=meta.EpisodeStats)
-
-
-class _HashingFile(io.RawIOBase):
-    """A file that hashes what is written to it, so no file is read back to be hashed."""
-
-    def __init__(self, path: Path) -> None:
-        self._fh = open(path, "wb")  # noqa: SIM115 - closed by close()
-        self.sha = hashlib.sha256()
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, data: Any) -> int:
-        self.sha.update(data)
-        return self._fh.write(data)
-
-    def close(self) -> None:
-        if not self.closed:
-            self._fh.close()
-        super().close()
-
-
-class _DataFiles:
-    """data/chunk-*/file-*.parquet: a new file once the open one holds DATA_FILE_MB. Tables are
-    written on a thread of their own (pyarrow releases the GIL), at most one waiting, so the
-    next frames encode while the last are written. Each file is hashed as it is written."""
-
-    def __init__(self, root: Path, schema: pa.Schema) -> None:
-        self.root, self.schema = root, schema
-        self.index = -1
-        self._held = 0  # bytes handed to the open file
-        self._writer: pq.ParquetWriter | None = None
-        self._file: _HashingFile | None = None
-        self._path: Path | None = None
-        self._thread = ThreadPoolExecutor(1, thread_name_prefix="lerobot-parquet")
-        self._pending: Future[None] | None = None
-        self.written: list[tuple[Path, str]] = []
-
-    def at_episode_start(self) -> tuple[int, int]:
-        """(chunk, file) the next episode goes to."""
-        if self._writer is None or self._held > meta.DATA_FILE_MB << 20:
-            self._open()
-        return divmod(self.index, meta.CHUNKS_SIZE)
-
-    def _open(self) -> None:
-        self._close_file()
-        self.index += 1
-        chunk, file = divmod(self.index, meta.CHUNKS_SIZE)
-        self._path = self.root / meta.DATA_PATH.format(chunk_index=chunk, file_index=file)
-        self._path.parent.mkdir(parents=True, exist_ok=True)
-        # Image bytes are PNG already: compressing them again costs time for nothing.
-        compression = {
-            n: "none" if n.startswith("observation.images.") else "snappy" for n in self.schema.names
-        }
-        self._file = _HashingFile(self._path)
-        self._writer = pq.ParquetWriter(self._file, self.schema, compression=compression)
-        self._held = 0
-
-    def write(self, table: pa.Table) -> None:
-        writer = self._writer
-        assert writer is not None
-        self._wait()
-        self._held += table.nbytes
-        self._pending = self._thread.submit(writer.write_table, table, row_group_size=max(1, table.num_rows))
-
-    def _wait(self) -> None:
-        if self._pending is not None:
-            pending, self._pending = self._pending, None
-            pending.result()
-
-    def _close_file(self) -> None:
-        self._wait()
-        if self._writer is not None and self._file is not None and self._path is not None:
-            self._writer.close()
-            self._file.close()
-            self.written.append((self._path, self._file.sha.hexdigest()))
-            self._writer = self._file = None
-
-    def close(self) -> list[tuple[Path, str]]:
-        """Finish the last file; every file written, with its sha256."""
-        try:
-            self._close_file()
-        finally:
-            self._thread.shutdown(wait=True)
-        return self.written
 
 
 def _numeric_columns(demo: h5py.Group) -> dict[str, np.ndarray]:
@@ -288,14 +234,12 @@ class _Episode:
     tallies: dict[str, np.ndarray] = field(
         default_factory=lambda: {k: np.zeros((3, 256), np.int64) for k in (meta.AGENTVIEW, meta.EYE_IN_HAND)}
     )
-    cells: dict[str, list[dict[str, Any]]] = field(
-        default_factory=lambda: {meta.AGENTVIEW: [], meta.EYE_IN_HAND: []}
-    )
-    written: int = 0  # steps already in the data file
+    video_where: tuple[int, int, float] = (0, 0, 0.0)  # its video file and first timestamp
 
 
-# One step's frame jobs: (episode, step, agentview job, eye-in-hand job).
-_Step = tuple[_Episode, int, "Future[Encoded]", "Future[Encoded]"]
+# A window of an episode in flight: (episode, first step, end step, its frames' job).
+_Window = tuple[_Episode, int, int, "Future[WindowFrames]"]
+LOOKAHEAD = 3  # windows submitted ahead of the one being written
 
 
 class DatasetWriter:
@@ -304,35 +248,45 @@ class DatasetWriter:
     busy while a row group is assembled and written."""
 
     def __init__(
-        self, part: Part, root: Path, originals: dict[str, list[Whole | None]], pool: ThreadPoolExecutor
+        self,
+        part: Part,
+        root: Path,
+        originals: dict[str, list[Whole | None]],
+        pool: ThreadPoolExecutor,
+        video: bool = False,
     ) -> None:
         self.part, self.root, self.originals, self.pool = part, root, originals, pool
-        self.features = meta.features(part.frame_hw, video=False)
+        self.features = meta.features(part.frame_hw, video=video)
+        self.videos = VideoFiles(root, meta.AGENTVIEW, part.frame_hw) if video else None
+        if video:
+            self.features[meta.AGENTVIEW]["info"] = video_info(part.frame_hw)
         self.totals = _Totals()
         self.episode_rows: list[dict[str, Any]] = []
         self.image_keys = {meta.AGENTVIEW, meta.EYE_IN_HAND}
         self.files: list[tuple[Path, str]] = []  # data files written, with their sha256
 
     def write(self) -> _Totals:
-        data = _DataFiles(self.root, meta.data_schema(self.features))
-        ahead: deque[_Step] = deque()
+        data = DataFiles(self.root, meta.data_schema(self.features))
+        ahead: deque[_Window] = deque()
         try:
-            for step in self._steps():
-                ahead.append(step)
-                if len(ahead) > WINDOW:
+            for window in self._windows():
+                ahead.append(window)
+                if len(ahead) > LOOKAHEAD:
                     self._take(ahead.popleft(), data)
             while ahead:
                 self._take(ahead.popleft(), data)
         finally:
-            for f in ahead:
-                f[2].cancel()
-                f[3].cancel()
+            for *_, fut in ahead:
+                fut.cancel()
             self.files = data.close()
+            if self.videos is not None:
+                self.files += self.videos.close()
         self._finish()
         return self.totals
 
-    def _steps(self) -> Iterator[_Step]:
-        """Every step of the part in order, its frame jobs submitted (shards read here only)."""
+    def _windows(self) -> Iterator[_Window]:
+        """Every episode of the part in windows of at most WINDOW steps, in order, each one's
+        frames submitted as a job (the shards are read here only)."""
         for i, path in enumerate(self.part.shards):
             for _, demo in shard_reader.demos([path]):
                 T = int(demo.attrs["num_samples"])
@@ -345,46 +299,51 @@ class DatasetWriter:
                     {k: [shard_reader.text(v) for v in demo[meta.SHARD_SOURCE[k]][()]] for k in meta.TEXT},
                 )
                 wholes = self.originals.get(ep.episode_id) or []
-                if len(wholes) != T:
-                    wholes = [None] * T  # the IR and the shard disagree: encode all from the shard
-                sampled = sample_steps(T)
-                av, eye = demo["obs/agentview_rgb"], demo["obs/eye_in_hand_rgb"]
-                for t in range(T):
-                    a = self._agentview(av, t, wholes[t], t in sampled)
-                    e = self.pool.submit(_encoded, shard_reader.read_chunk(eye, t), EYE_SHAPE, EYE_STRIDE)
-                    yield ep, t, a, e
+                if len(wholes) != T or self.videos is not None:
+                    wholes = [None] * T  # the IR and the shard disagree, or a video: all from the shard
+                for lo in range(0, T, WINDOW):
+                    hi = min(T, lo + WINDOW)
+                    job = self._job(demo, wholes[lo:hi], lo, sample_steps(T))
+                    yield ep, lo, hi, self.pool.submit(_window, job)
 
-    def _agentview(self, av: h5py.Dataset, t: int, whole: Whole | None, sampled: bool) -> Future[Encoded]:
-        shape = (*self.part.frame_hw, 3)
-        if whole is not None:
-            self.totals.originals += 1
-            chunk = shard_reader.read_chunk(av, t) if sampled else None
-            return self.pool.submit(_original, whole, chunk, shape)
-        self.totals.encoded += 1
-        stride = AGENTVIEW_STRIDE if sampled else 0
-        return self.pool.submit(_encoded, shard_reader.read_chunk(av, t), shape, stride)
+    def _job(self, demo: h5py.Group, wholes: list[Whole | None], lo: int, sampled: set[int]) -> WindowJob:
+        av, eye = demo["obs/agentview_rgb"], demo["obs/eye_in_hand_rgb"]
+        steps = range(lo, lo + len(wholes))
+        chunks = tuple(
+            shard_reader.read_chunk(av, t) if w is None or t in sampled else None
+            for t, w in zip(steps, wholes, strict=True)
+        )
+        kept = sum(w is not None for w in wholes)
+        self.totals.originals += kept
+        self.totals.encoded += len(wholes) - kept
+        return WindowJob(
+            (*self.part.frame_hw, 3),
+            tuple(wholes),
+            chunks,
+            tuple(t in sampled for t in steps),
+            tuple(shard_reader.read_chunk(eye, t) for t in steps),
+            self.videos is not None,
+        )
 
-    def _take(self, step: _Step, data: _DataFiles) -> None:
-        ep, t, a, e = step
-        if t == 0:
+    def _take(self, window: _Window, data: DataFiles) -> None:
+        ep, lo, hi, fut = window
+        if lo == 0:
             self._begin(ep, data)
-        for key, fut in ((meta.AGENTVIEW, a), (meta.EYE_IN_HAND, e)):
-            png, tally = fut.result()
-            ep.cells[key].append({"bytes": png, "path": None})
-            if tally is not None:
-                ep.tallies[key] += tally
-        if t == ep.T - 1 or t + 1 - ep.written >= WINDOW:
-            lo, hi = ep.written, t + 1
-            images = {k: pa.array(v, meta.IMAGE_STRUCT) for k, v in ep.cells.items()}
-            data.write(
-                pa.table({**images, **_columns(ep.cols, ep.texts, lo, hi, ep.first)}, schema=data.schema)
-            )
-            ep.cells = {k: [] for k in ep.cells}
-            ep.written = hi
-        if t == ep.T - 1:
+        frames = fut.result()
+        for key, tally in frames.tallies.items():
+            ep.tallies[key] += tally
+        images = {meta.EYE_IN_HAND: frames.eye}
+        if self.videos is not None:
+            for pixels in frames.agentview:
+                self.videos.add(pixels)  # type: ignore[arg-type]
+        else:
+            images[meta.AGENTVIEW] = frames.agentview  # type: ignore[assignment]
+        columns = {**images, **_columns(ep.cols, ep.texts, lo, hi, ep.first)}
+        data.write(pa.table({k: columns[k] for k in data.schema.names}, schema=data.schema))
+        if hi == ep.T:
             self._end(ep)
 
-    def _begin(self, ep: _Episode, data: _DataFiles) -> None:
+    def _begin(self, ep: _Episode, data: DataFiles) -> None:
         tot = self.totals
         ep.first = {
             "episode": tot.episodes,
@@ -392,6 +351,8 @@ class DatasetWriter:
             "task": tot.tasks.setdefault(ep.task, len(tot.tasks)),
         }
         ep.where = data.at_episode_start()
+        if self.videos is not None:
+            ep.video_where = self.videos.at_episode_start()
         tot.episodes += 1
         tot.frames += ep.T
         tot.train_episodes += 0 if ep.val else 1
@@ -422,10 +383,23 @@ class DatasetWriter:
                 "dataset_to_index": first["index"] + T,
                 "meta/episodes/chunk_index": 0,
                 "meta/episodes/file_index": 0,
+                **self._video_columns(ep),
                 **stats.flattened(self.image_keys),
             }
         )
         self.totals.stats.add(stats)
+
+    def _video_columns(self, ep: _Episode) -> dict[str, Any]:
+        if self.videos is None:
+            return {}
+        chunk, file, start = ep.video_where
+        prefix = f"videos/{meta.AGENTVIEW}"
+        return {
+            f"{prefix}/chunk_index": chunk,
+            f"{prefix}/file_index": file,
+            f"{prefix}/from_timestamp": start,
+            f"{prefix}/to_timestamp": start + ep.T / meta.FPS,
+        }
 
     def _finish(self) -> None:
         tot = self.totals
@@ -439,7 +413,8 @@ class DatasetWriter:
         splits = {"train": f"0:{tot.train_episodes}"}
         if tot.train_episodes < tot.episodes:
             splits["validation"] = f"{tot.train_episodes}:{tot.episodes}"
-        info = meta.info_json(self.features, tot.episodes, tot.frames, len(tot.tasks), splits, video=False)
+        video = self.videos is not None
+        info = meta.info_json(self.features, tot.episodes, tot.frames, len(tot.tasks), splits, video=video)
         (self.root / "meta" / "info.json").write_text(json.dumps(info, indent=2), encoding="utf-8")
 
 
@@ -456,16 +431,18 @@ def _swap_in(tmp: Path, final: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-def export_part(out: Path, part: Part, pool: ThreadPoolExecutor) -> tuple[dict[str, Any], dict[str, str]]:
+def export_part(
+    out: Path, part: Part, pool: ThreadPoolExecutor, video: bool = False
+) -> tuple[dict[str, Any], dict[str, str]]:
     """Write one dataset to `<out>/lerobot/<part.name>/` (built under a temp name, then swapped
-    in); its figures, and the sha256 of its data files by path in the dataset."""
+    in); its figures, and the sha256 of its data and video files by path in the dataset."""
     final = out / EXPORT_DIR / part.name
     tmp = final.with_name(f".{part.name}{TMP_MARK}{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     try:
-        originals = original_frames(OutLayout(out), part.directory, part.frame_hw)
-        writer = DatasetWriter(part, tmp, originals, pool)
+        originals = {} if video else original_frames(OutLayout(out), part.directory, part.frame_hw)
+        writer = DatasetWriter(part, tmp, originals, pool, video)
         totals = writer.write()
         hashes = {p.relative_to(tmp).as_posix(): sha for p, sha in writer.files}
         _swap_in(tmp, final)
@@ -480,5 +457,6 @@ def export_part(out: Path, part: Part, pool: ThreadPoolExecutor) -> tuple[dict[s
         "tasks": len(totals.tasks),
         "agentview_original": totals.originals,
         "agentview_encoded": totals.encoded,
+        "video": video,
     }
     return figures, hashes

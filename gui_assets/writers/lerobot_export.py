@@ -53,10 +53,11 @@ def _digest(path: Path) -> str:
     return sha256_file(path) if path.is_file() else "absent"
 
 
-def part_key(info: DatasetInfo, part: lerobot.Part, layout: OutLayout, code: str) -> str:
+def part_key(info: DatasetInfo, part: lerobot.Part, layout: OutLayout, code: str, video: bool) -> str:
     episodes = layout.episodes(info.directory)
     inputs = {
         "code": code,
+        "video": video,
         "dataset_info": info.to_dict(),
         "frame_hw": list(part.frame_hw),
         "name": part.name,
@@ -157,8 +158,9 @@ def _prune(export_root: Path, manifests: Path, keep: set[str]) -> list[str]:
     return removed
 
 
-def write_export(out: Path, threads: int | None = None) -> ExportResult:
-    """Export every built directory under `out` to `<out>/lerobot/` (see the module docstring)."""
+def write_export(out: Path, threads: int | None = None, video: bool = False) -> ExportResult:
+    """Export every built directory under `out` to `<out>/lerobot/` (see the module docstring);
+    `video`: the agentview stream as an AV1 video feature instead of lossless images."""
     layout = OutLayout(out)
     result = ExportResult(out / lerobot.EXPORT_DIR)
     manifests = out / WORK_DIR / MANIFEST_DIR
@@ -168,7 +170,7 @@ def write_export(out: Path, threads: int | None = None) -> ExportResult:
         for info in built_directories(out):
             for part in lerobot.parts_of(info, layout.directory(info.directory)):
                 keep.add(part.name)
-                key = part_key(info, part, layout, code)
+                key = part_key(info, part, layout, code, video)
                 manifest = manifests / f"{part.name}.json"
                 known = _load_manifest(manifest)
                 root = result.root / part.name
@@ -176,7 +178,7 @@ def write_export(out: Path, threads: int | None = None) -> ExportResult:
                     result.reused.append(part.name)
                     figures, files = known["figures"], known["files"]
                 else:
-                    figures, hashes = lerobot.export_part(out, part, pool)
+                    figures, hashes = lerobot.export_part(out, part, pool, video)
                     files = _files(root, hashes)
                     record = {"format": MANIFEST_FORMAT, "key": key, "figures": figures, "files": files}
                     atomic_write_text(manifest, json.dumps(record, ensure_ascii=False))

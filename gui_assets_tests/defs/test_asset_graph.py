@@ -75,13 +75,15 @@ def expected_graph() -> dict[str, list[str]]:
 
 def repo_level_deps(sources: list[str]) -> dict[str, list[str]]:
     """The publishing assets and what they read: every source's dataset_info (and the cua-lite
-    export every source's IR)."""
+    and LeRobot exports every source's IR)."""
     infos = [f"{s}_dataset_info" for s in sources]
     return {
         "preview": infos,
         "dataset_card": sorted(["preview", *infos]),
         "hub_card": ["dataset_card", "preview"],
         "cua_lite_export": sorted([*infos, *(f"{s}_episodes" for s in sources)]),
+        "lerobot_export": sorted([*infos, *(f"{s}_episodes" for s in sources)]),
+        "hub_lerobot": ["lerobot_export"],
     }
 
 

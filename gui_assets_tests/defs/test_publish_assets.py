@@ -5,6 +5,7 @@ from __future__ import annotations
 import dagster as dg
 import yaml
 
+from gui_assets.defs.export_checks import build_export_checks
 from gui_assets.defs.repo_assets import build_repo_assets
 from gui_assets.defs.resources import AlertsResource, BuildSettings, GuiAssetsPaths, HubResource
 from gui_assets.layout import DatasetInfo
@@ -34,7 +35,18 @@ def test_the_demo_publishes_everything_to_the_local_hub_folder(tmp_path, demo_mi
             build_repo_assets(SOURCES), resources=resources, instance=instance, raise_on_error=False
         )
         assert r.success
+        # The LeRobot export is off by default: not materialized, its upload skipped, nothing written.
+        done = {e.asset_key.to_user_string() for e in r.get_asset_materialization_events() if e.asset_key}
+        assert "lerobot_export" not in done and "hub_lerobot" not in done and "preview" in done
+        assert not (tmp_path / "lerobot").exists()
+        on = {**resources, "build": BuildSettings(preview_count=60, lerobot_export=True)}
+        lerobot_assets = [a for a in build_repo_assets(SOURCES) if "lerobot" in a.key.to_user_string()]
+        r = dg.materialize([*lerobot_assets, *build_export_checks()], resources=on, instance=instance)
+        checks = {e.check_name: e.passed for e in r.get_asset_check_evaluations()}
+        assert checks == {"lerobot_counts": True, "lerobot_frames": True, "lerobot_tasks": True}
     hub = tmp_path / "hub"
+    for info in (DatasetInfo.read(p) for p in sorted(tmp_path.glob("*/dataset_info.json"))):
+        assert (hub / "lerobot" / info.directory / "meta" / "info.json").is_file()
     card = (hub / "README.md").read_text()
     assert yaml.safe_load(card.split("---")[1])["configs"][0]["config_name"] == "preview"
     assert list(hub.glob("preview/*.parquet"))

@@ -12,6 +12,7 @@ import subprocess
 from pathlib import Path
 
 import h5py
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -190,14 +191,16 @@ def _doctor(python: Path, root: Path) -> dict:
     return json.loads(r.stdout)
 
 
-@pytest.mark.parametrize("build", ["every_demo", "agentview_hw_build"])
-def test_lerobot_loads_and_batches_every_dataset_as_uploaded(build, request, tmp_path):
+@pytest.mark.parametrize(
+    ("build", "video"), [("every_demo", False), ("agentview_hw_build", False), ("agentview_hw_build", True)]
+)
+def test_lerobot_loads_and_batches_every_dataset_as_uploaded(build, video, request, tmp_path):
     python = lerobot_python()
     if python is None:
         pytest.skip("lerobot's virtual environment is missing (.ci/run makes .venv-lerobot)")
     out = tmp_path / "out"
     shutil.copytree(request.getfixturevalue(build), out, symlinks=True)
-    lerobot_export.write_export(out)
+    lerobot_export.write_export(out, video=video)
     # What a user downloads with `hf download <repo> --include 'lerobot/<dataset>/*'`.
     hub = LocalHubTarget(tmp_path / "hub")
     listed = lerobot_export.published_files(out)
@@ -210,6 +213,8 @@ def test_lerobot_loads_and_batches_every_dataset_as_uploaded(build, request, tmp
     for name, report in reports.items():
         info = json.loads((roots[name] / "meta" / "info.json").read_text())
         assert report["mismatches"] == [], name
+        assert report["video_keys"] == ([meta.AGENTVIEW] if video else [])
+        assert not video or report["video_psnr_min"] > 30  # decoded by lerobot (torchcodec)
         assert report["frames"] == report["rows_batched"] == info["total_frames"] and report["items"] >= 1
         assert report["episodes"] == info["total_episodes"]
         h, w, _ = info["features"][meta.AGENTVIEW]["shape"]
@@ -224,3 +229,52 @@ def test_the_judge_imports_nothing_of_ours():
     imported |= {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
     assert "lerobot.datasets.lerobot_dataset" in imported
     assert not any(m.split(".")[0] in ("gui_assets", "gui_assets_tests") for m in imported)
+
+
+def _psnr(a: np.ndarray, b: np.ndarray) -> float:
+    mse = float(np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2))
+    return float("inf") if mse == 0 else 10 * np.log10(255.0**2 / mse)
+
+
+def test_the_video_option_streams_agentview_frames_at_their_timestamps(every_demo, tmp_path):
+    av = pytest.importorskip("av")
+    out = tmp_path / "out"
+    shutil.copytree(every_demo, out, symlinks=True)
+    for gone in (
+        "agentnet_ubuntu",
+        "cuagym_browser_use",
+        "cuagym_desktop_use",
+        "pango_sample",
+        "webarena_human",
+    ):
+        shutil.rmtree(out / gone)  # four sizes and a holdout are enough
+    result = lerobot_export.write_export(out, video=True)
+    assert result.datasets and all(f["video"] for f in result.datasets.values())
+    layout = OutLayout(out)
+    psnrs = []
+    for info in built_directories(out):
+        for part in lerobot.parts_of(info, layout.directory(info.directory)):
+            root = out / "lerobot" / part.name
+            meta_info = json.loads((root / "meta" / "info.json").read_text())
+            feature = meta_info["features"][meta.AGENTVIEW]
+            assert feature["dtype"] == "video" and feature["info"]["video.codec"] == "av1"
+            assert meta_info["video_path"]
+            data = next((root / "data").glob("*/*.parquet"))
+            assert meta.AGENTVIEW not in pq.read_schema(data).names
+            rows = pq.read_table(next((root / "meta" / "episodes").glob("*/*.parquet"))).to_pylist()
+            video = root / f"videos/{meta.AGENTVIEW}/chunk-000/file-000.mp4"
+            with av.open(str(video)) as container:
+                decoded = [f.to_ndarray(format="rgb24") for f in container.decode(video=0)]
+            assert len(decoded) == meta_info["total_frames"]
+            frames = []
+            for shard in part.shards:
+                with h5py.File(shard, "r") as f:
+                    for name in sorted(f["data"], key=lambda k: int(k[5:])):
+                        frames += list(f["data"][name]["obs/agentview_rgb"][()])
+            assert len(frames) == len(decoded)
+            for row in rows:  # an episode's frames sit at [from, to) seconds of its file
+                start = row[f"videos/{meta.AGENTVIEW}/from_timestamp"]
+                assert row[f"videos/{meta.AGENTVIEW}/to_timestamp"] == start + row["length"] / meta.FPS
+                assert start * meta.FPS == row["dataset_from_index"]
+            psnrs += [_psnr(a, b) for a, b in zip(decoded, frames, strict=True)]
+    assert min(psnrs) > 30, min(psnrs)  # lossy, but the page is legible

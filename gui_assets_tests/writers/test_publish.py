@@ -16,7 +16,7 @@ from gui_assets.atomic import sha256_file
 from gui_assets.episode_store import ImageStore, iter_episodes
 from gui_assets.images import decode_rgb
 from gui_assets.ir import ActionType, GuiEpisode, GuiStep, view_direction
-from gui_assets.layout import DatasetInfo, OutLayout
+from gui_assets.layout import DatasetInfo, OutLayout, built_directories
 from gui_assets.pipeline import RawSettings, build_directory
 from gui_assets.sources import AGENTNET, CUAGYM, MIND2WEB, WEBLINX
 from gui_assets.writers import card, cua_lite, hub, preview
@@ -73,6 +73,17 @@ def test_the_card_yaml_names_the_preview_and_its_tables_match_the_files(built):
             str(len(info.shards)),
         ]
     assert "Holdout shards" in text and "xlangai/AgentNet" in text and "osunlp/Multimodal-Mind2Web" in text
+    # datasets' HDF5 builder misreads the layout: said, with what to use instead
+    assert "HDF5 builder" in text and "`preview` config" in text
+    assert "LeRobotDataset" not in text  # no LeRobot export in this build: not offered
+
+
+def test_a_card_of_a_build_with_the_lerobot_export_says_how_to_load_it(built):
+    text = card.card_text(built_directories(built), "org/gui-agent", lerobot=True)
+    first = built_directories(built)[0].directory
+    assert f"--include 'lerobot/{first}/*' --local-dir gui" in text
+    assert f'LeRobotDataset("org/gui-agent", root="gui/lerobot/{first}")' in text
+    assert "action_mask" in text and "features.action_type.labels" in text  # what to train on
 
 
 def test_an_interrupted_upload_resumes_without_resending_finished_files(built, tmp_path):
