@@ -28,8 +28,10 @@ from benchmarks.peak_rss import run_measured
 from benchmarks.throughput import _machine
 
 REPO = Path(__file__).resolve().parent.parent
+# As a build process runs it: the allocator policies gui_assets.definitions applies first.
 OURS = (
-    "import sys; from pathlib import Path; from gui_assets.writers.lerobot_export import write_export; "
+    "import sys; from pathlib import Path; from gui_assets.memory import tune_build_process; "
+    "tune_build_process(); from gui_assets.writers.lerobot_export import write_export; "
     "write_export(Path(sys.argv[1]), video=sys.argv[2] == 'video')"
 )
 
