@@ -246,17 +246,29 @@ class ZipImages:
         nlen, elen = struct.unpack_from("<HH", header, 26)
         data = seg.read(start + 30 + nlen + elen, m.compressed)
         if m.method == 8:
-            d = zlib.decompressobj(-15)
-            try:
-                data = d.decompress(data, MAX_MEMBER_BYTES + 1) + d.flush()
-            except zlib.error as e:
-                raise ArchiveError(DropReason.TRUNCATED_ARCHIVE_MEMBER, f"{name}: {e}") from None
+            data = _inflate_at_most(name, data, m.size)
         if len(data) != m.size or (zlib.crc32(data) & 0xFFFFFFFF) != m.crc:
             raise ArchiveError(DropReason.TRUNCATED_ARCHIVE_MEMBER, f"{name}: size or CRC mismatch")
         return data
 
     def close(self) -> None:
         self.segments.close()
+
+
+def _inflate_at_most(name: str, data: bytes, size: int) -> bytes:
+    """A raw deflate stream that must inflate to `size` bytes (the central directory's word):
+    one byte past it is refused before any more is inflated, so a member whose headers understate
+    its size costs its declared size in memory, never its real one."""
+    d = zlib.decompressobj(-15)
+    try:
+        out = d.decompress(data, size + 1)
+    except zlib.error as e:
+        raise ArchiveError(DropReason.TRUNCATED_ARCHIVE_MEMBER, f"{name}: {e}") from None
+    if len(out) > size or d.unconsumed_tail:
+        raise ArchiveError(
+            DropReason.ARCHIVE_MEMBER_TOO_LARGE, f"{name}: inflates past its declared {size} B"
+        )
+    return out
 
 
 class FolderImages:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -136,3 +137,40 @@ def test_nothing_is_ever_extracted_to_disk(tmp_path):
             zi.read(name)
     assert {p for p in tmp_path.rglob("*")} == before
     assert not Path("/tmp/escaped_abs.png").exists()
+
+
+def _understated(path: Path, real: int, declared: int) -> None:
+    """A zip whose member inflates to `real` bytes while both its headers say `declared`."""
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as z:
+        z.writestr("liar.png", b"\0" * real)
+        z.writestr("fine.png", b"y" * 1000)
+    raw = bytearray(path.read_bytes())
+    local = raw.index(b"PK\x03\x04")
+    raw[local + 22 : local + 26] = declared.to_bytes(4, "little")
+    central = raw.index(b"PK\x01\x02")
+    raw[central + 24 : central + 28] = declared.to_bytes(4, "little")
+    path.write_bytes(bytes(raw))
+
+
+def test_a_member_that_understates_its_size_is_refused_before_it_inflates(tmp_path):
+    path = tmp_path / "images.zip"
+    _understated(path, real=512 * 1024 * 1024, declared=600_000)  # ~500 KB on disk
+    zi = ZipImages(path)
+    assert {"liar.png", "fine.png"} <= zi.names()  # the headers look like a screenshot's
+    with pytest.raises(ArchiveError) as e:
+        zi.read("liar.png")
+    assert e.value.reason == "archive_member_too_large" and "600000" in str(e.value)
+    assert zi.read("fine.png") == b"y" * 1000
+    # In a process of its own: the refusal cost the declared size, not the real 512 MB.
+    probe = (
+        "import resource, sys; from pathlib import Path\n"
+        "from gui_assets.archives import ZipImages, ArchiveError\n"
+        "zi = ZipImages(Path(sys.argv[1]))\n"
+        "base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "try:\n    zi.read('liar.png')\nexcept ArchiveError:\n    pass\n"
+        "print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) // 1024)"
+    )
+    grew = subprocess.run(
+        [sys.executable, "-c", probe, str(path)], capture_output=True, text=True, check=True
+    )
+    assert int(grew.stdout.strip()) < 64, grew.stdout
