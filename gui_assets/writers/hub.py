@@ -237,6 +237,19 @@ def _batches(files: list[tuple[str, Path]]) -> Iterable[list[tuple[str, Path]]]:
 
 
 def _retryable(e: BaseException) -> bool:
+    """A transient failure, here or anywhere down its chain of causes: huggingface_hub, once its
+    own retries are spent, raises a RuntimeError whose cause is the dropped connection."""
+    seen: set[int] = set()
+    cause: BaseException | None = e
+    while cause is not None and id(cause) not in seen:
+        if _transient(cause):
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return False
+
+
+def _transient(e: BaseException) -> bool:
     try:
         import httpx2
         from huggingface_hub.errors import HfHubHTTPError

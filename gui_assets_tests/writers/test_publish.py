@@ -330,3 +330,33 @@ def test_every_directory_gets_a_sample_page_the_card_links(built, tmp_path):
     for directory in directories:
         assert f"(samples/{directory}.html)" in text
     assert "## See a demonstration" not in card.card_text(card.built_directories(out), "owner/name")
+
+
+def test_a_connection_error_wrapped_by_the_client_is_retried_and_others_are_not(built, tmp_path):
+    """huggingface_hub gives up with a RuntimeError whose cause is the dropped connection."""
+    files = [(p.relative_to(built).as_posix(), p) for p in sorted(built.glob("*/dataset_info.json"))]
+
+    class WrappedDrops(hub.LocalHubTarget):
+        failures = 2
+
+        def send(self, batch, message):
+            if self.failures:
+                self.failures -= 1
+                try:
+                    raise ConnectionResetError("peer dropped the upload")
+                except ConnectionResetError as e:
+                    raise RuntimeError("the upload failed after its retries") from e
+            super().send(batch, message)
+
+    target = WrappedDrops(tmp_path / "repo")
+    r = hub.upload(files, target, "up", sleep=lambda s: None)
+    assert r.retries == 2 and sorted(r.uploaded) == sorted(p for p, _ in files)
+    for path, local in files:
+        assert (tmp_path / "repo" / path).read_bytes() == local.read_bytes()
+
+    class Refused(hub.LocalHubTarget):
+        def send(self, batch, message):
+            raise RuntimeError("bad request: the repo refused the commit")
+
+    with pytest.raises(hub.UploadError, match="after 1 attempts"):
+        hub.upload(files, Refused(tmp_path / "other"), "up", sleep=lambda s: None)
