@@ -16,22 +16,27 @@ import subprocess
 import uuid
 from pathlib import Path
 
+import dagster as dg
 import h5py
 import numpy as np
 import pytest
 
 from benchmarks.frames import write_mirror
 from gui_assets.config import BuildConfig
+from gui_assets.defs.repo_assets import build_repo_assets
+from gui_assets.defs.resources import AlertsResource, BuildSettings, GuiAssetsPaths, HubResource
 from gui_assets.layout import OutLayout
 from gui_assets.pipeline import (
     DiskFullError,
     RawSettings,
     assign_splits,
+    build_directory,
     build_episodes,
     fetch_raw,
     write_shards,
 )
 from gui_assets.sources import MIND2WEB
+from gui_assets.writers import lerobot_export
 from gui_assets_tests.conftest import clean_env, dagster_materialize
 from gui_assets_tests.hub_server import LocalHub
 from gui_assets_tests.webhook_server import WebhookReceiver
@@ -109,6 +114,54 @@ def test_a_full_disk_fails_the_cli_partition_with_that_message(tmp_path, small_d
     assert r.returncode != 0
     assert "is full" in r.stdout + r.stderr and "free space and rerun" in r.stdout + r.stderr
     assert not list((out / "mind2web_train").glob("*.hdf5"))
+
+
+def _copy_tree(src: Path, dst: Path) -> None:
+    subprocess.run(["cp", "-a", f"{src}/.", str(dst)], check=True)
+
+
+def _du(root: Path) -> int:
+    return sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
+
+
+def test_a_disk_that_fills_during_an_export_fails_by_name_and_the_rerun_matches(tmp_path, small_disk):
+    """The publishing exports on a full disk: the step names the folder and the bytes free, the
+    shards and dataset_info.json stay as they were, and with room again the export equals one
+    that never failed."""
+    mirror = tmp_path / "mirror"
+    write_mirror(mirror, steps=24, width=1280, height=1080, episode_len=6, jobs=2)
+    built = tmp_path / "built"
+    build_directory(MIND2WEB, "train", built, RawSettings("mirror", mirror))
+    before = {p.relative_to(built): p.read_bytes() for p in (built / "mind2web_train").iterdir()}
+    out = small_disk(_du(built) + 2_000_000)  # the build fits; a second copy of its frames does not
+    _copy_tree(built, out)
+    resources = {
+        "paths": GuiAssetsPaths(out=str(out), mirror=str(mirror)),
+        "hub": HubResource(),
+        "build": BuildSettings(lerobot_export=True),
+        "alerts": AlertsResource(),
+    }
+    lerobot_asset = next(
+        a for a in build_repo_assets([MIND2WEB]) if a.key.to_user_string() == "lerobot_export"
+    )
+    with dg.instance_for_test() as instance:
+        r = dg.materialize([lerobot_asset], resources=resources, instance=instance, raise_on_error=False)
+    assert not r.success
+    failure = next(e for e in r.all_events if e.event_type_value == "STEP_FAILURE")
+    message = failure.step_failure_data.error.message
+    assert f"{out / 'lerobot'}" in message and "bytes free" in message and "No space left" in message
+    assert {p.relative_to(out): p.read_bytes() for p in (out / "mind2web_train").iterdir()} == before
+    assert not [p for p in (out / "lerobot").glob("*") if not p.name.startswith(".")]  # nothing half-made
+    assert not list((out / "lerobot").glob(".*"))  # and no temp folder left behind
+    # With room again (a bigger disk holding the same build), the export completes and equals one
+    # made where there always was room.
+    roomy = small_disk(3 * _du(built) + 8_000_000)
+    _copy_tree(out, roomy)
+    lerobot_export.write_export(roomy)
+    lerobot_export.write_export(built)
+    for p in (built / "lerobot").rglob("*"):
+        if p.is_file():
+            assert (roomy / "lerobot" / p.relative_to(built / "lerobot")).read_bytes() == p.read_bytes(), p
 
 
 # --- secrets -----------------------------------------------------------------------------

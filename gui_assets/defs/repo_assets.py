@@ -2,6 +2,7 @@
 upload and the cua-lite export. They read whatever directories have been built, so sources
 never materialized are simply absent (the card's tables list what exists)."""
 
+import contextlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -9,16 +10,28 @@ import dagster as dg
 
 from gui_assets.defs.metadata import OWNERS, digest, fail, file_digest
 from gui_assets.defs.resources import BuildSettings, GuiAssetsPaths, HubResource
+from gui_assets.errors import DiskFullError
 from gui_assets.layout import PREVIEW_DIR, built_directories
 from gui_assets.lineage import stage_version
 from gui_assets.source_spec import SourceSpec
+from gui_assets.stages.common import disk_full_named
 from gui_assets.viewer.samples import SAMPLES_DIR, write_sample_pages
-from gui_assets.writers import card, cua_lite, lerobot_export, preview
+from gui_assets.writers import card, cua_lite, lerobot, lerobot_export, preview
 from gui_assets.writers import hub as hub_writer
 from gui_assets.writers.lerobot_video import VideoError
 
 GROUP = "publish"
 COMMON = {"group_name": GROUP, "owners": OWNERS}
+
+
+@contextlib.contextmanager
+def _disk_full_fails(stage: str, where: Path) -> Iterator[None]:
+    """A full disk fails the step with a message naming the folder and the bytes free."""
+    try:
+        with disk_full_named(stage, where):
+            yield
+    except DiskFullError as e:
+        raise fail(e) from None
 
 
 def _preview_asset(info_keys: list[dg.AssetKey]) -> dg.AssetsDefinition:
@@ -34,7 +47,8 @@ def _preview_asset(info_keys: list[dg.AssetKey]) -> dg.AssetsDefinition:
         **COMMON,
     )
     def preview_asset(paths: GuiAssetsPaths, build: BuildSettings) -> dg.MaterializeResult:
-        r = preview.write_preview(paths.out_dir(), build.preview_count, build.preview_seed)
+        with _disk_full_fails("preview", paths.out_dir() / PREVIEW_DIR):
+            r = preview.write_preview(paths.out_dir(), build.preview_count, build.preview_seed)
         return dg.MaterializeResult(
             metadata={
                 "path": dg.MetadataValue.path(r["path"]),
@@ -66,8 +80,9 @@ def _card_asset(info_keys: list[dg.AssetKey]) -> dg.AssetsDefinition:
         paths: GuiAssetsPaths, hub: HubResource, build: BuildSettings
     ) -> dg.MaterializeResult:
         out = paths.out_dir()
-        pages = write_sample_pages(out, [i.directory for i in built_directories(out)])
-        r = card.write_card(out, hub.upload_repo() or "<owner>/<dataset>", set(pages), build.lerobot())
+        with _disk_full_fails("dataset_card", out / SAMPLES_DIR):
+            pages = write_sample_pages(out, [i.directory for i in built_directories(out)])
+            r = card.write_card(out, hub.upload_repo() or "<owner>/<dataset>", set(pages), build.lerobot())
         text = Path(r["path"]).read_text(encoding="utf-8")
         return dg.MaterializeResult(
             metadata={
@@ -126,7 +141,8 @@ def _cua_lite_asset(info_keys: list[dg.AssetKey], episode_keys: list[dg.AssetKey
         **COMMON,
     )
     def cua_lite_export_asset(paths: GuiAssetsPaths, build: BuildSettings) -> dg.MaterializeResult:
-        r = cua_lite.write_export(paths.out_dir(), build.cua_lite_evaluation_as_validation)
+        with _disk_full_fails("cua_lite_export", paths.out_dir() / cua_lite.EXPORT_DIR):
+            r = cua_lite.write_export(paths.out_dir(), build.cua_lite_evaluation_as_validation)
         root = Path(r["root"])
         return dg.MaterializeResult(
             metadata={
@@ -171,7 +187,8 @@ def _lerobot_asset(info_keys: list[dg.AssetKey], episode_keys: list[dg.AssetKey]
             )
             return
         try:
-            r = lerobot_export.write_export(paths.out_dir(), video=build.lerobot_video)
+            with _disk_full_fails("lerobot_export", paths.out_dir() / lerobot.EXPORT_DIR):
+                r = lerobot_export.write_export(paths.out_dir(), video=build.lerobot_video)
         except VideoError as e:
             raise fail(e) from None
         context.log.info(f"lerobot export: {len(r.written)} dataset(s) written, {len(r.reused)} kept")
