@@ -5,10 +5,14 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
+
+from gui_assets.layout import OutLayout
+from gui_assets.lease import PartitionBusy, claim
 
 OWNERS = ["team:gui_assets"]
 
@@ -68,3 +72,28 @@ def change_metadata(change: dict[str, Any]) -> dict[str, Any]:
         "revision_before": str(change["revision_before"]),
         "changes": dg.MetadataValue.md("\n".join(lines)),
     }
+
+
+_FINISHED = {dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED}
+
+
+def claim_partition(
+    context: dg.OpExecutionContext | dg.AssetExecutionContext, out_root: Path, directory: str
+) -> None:
+    """Claim the partition for this run before a stage writes (gui_assets.lease); a partition
+    another run is building fails this step at once, naming that run."""
+    executor = context.job_def.executor_def.name
+    # The process that lives as long as the run: this one in-process, the parent of a step
+    # process under the multiprocess executor; none on an executor that spreads over machines.
+    run_pid = {dg.in_process_executor.name: os.getpid(), dg.multiprocess_executor.name: os.getppid()}.get(
+        executor
+    )
+
+    def finished(run_id: str) -> bool | None:
+        run = context.instance.get_run_by_id(run_id)
+        return None if run is None else run.status in _FINISHED
+
+    try:
+        claim(OutLayout(out_root).work(directory), directory, context.run_id, run_pid, finished)
+    except PartitionBusy as e:
+        raise fail(e) from None

@@ -10,7 +10,7 @@ from typing import Any
 import dagster as dg
 
 from gui_assets import charts, shard_reader
-from gui_assets.defs.metadata import digest, fail, inline_image, md_table
+from gui_assets.defs.metadata import claim_partition, digest, fail, inline_image, md_table
 from gui_assets.defs.resources import BuildSettings, GuiAssetsPaths
 from gui_assets.defs.upstream_assets import maintain_condition
 from gui_assets.errors import DiskFullError, EmptyPartitionError
@@ -93,6 +93,7 @@ def shards_asset(spec: SourceSpec, common: dict[str, Any]) -> dg.AssetsDefinitio
     def plan_op(
         context: dg.OpExecutionContext, paths: GuiAssetsPaths, build: BuildSettings
     ) -> Iterator[dg.DynamicOutput[str]]:
+        claim_partition(context, paths.out_dir(), spec.directory(context.partition_key))
         out = OutLayout(paths.out_dir())
         plan = shards_stage.plan_shard_units(spec, context.partition_key, out, build.config())
         context.log.info(
@@ -110,6 +111,7 @@ def shards_asset(spec: SourceSpec, common: dict[str, Any]) -> dg.AssetsDefinitio
     def unit_op(
         context: dg.OpExecutionContext, unit: str, paths: GuiAssetsPaths, build: BuildSettings
     ) -> dict[str, Any]:
+        claim_partition(context, paths.out_dir(), spec.directory(context.partition_key))
         out = OutLayout(paths.out_dir())
         # A unit on a worker of its own hashes its pieces there, spreading the reading over the
         # workers; in the run's own process, publish hashes them all at once on every core.
@@ -132,6 +134,7 @@ def shards_asset(spec: SourceSpec, common: dict[str, Any]) -> dg.AssetsDefinitio
         context: dg.OpExecutionContext, units: list[dict[str, Any]], paths: GuiAssetsPaths
     ) -> dg.Output[None]:
         key = context.partition_key
+        claim_partition(context, paths.out_dir(), spec.directory(key))
         out = OutLayout(paths.out_dir())
         try:
             manifest = shards_stage.publish_shards(spec, key, out)

@@ -10,7 +10,7 @@ import dagster as dg
 
 from gui_assets import episode_store, splits
 from gui_assets.build_changes import read_change
-from gui_assets.defs.metadata import change_metadata, digest, fail, file_digest, md_table
+from gui_assets.defs.metadata import change_metadata, claim_partition, digest, fail, file_digest, md_table
 from gui_assets.defs.resources import BuildSettings, GuiAssetsPaths, HubResource
 from gui_assets.defs.upstream_assets import (
     maintain_condition,
@@ -51,6 +51,7 @@ def raw_asset(spec: SourceSpec, common: dict[str, Any]) -> dg.AssetsDefinition:
         context: dg.AssetExecutionContext, paths: GuiAssetsPaths, hub: HubResource
     ) -> dg.MaterializeResult:
         key = context.partition_key
+        claim_partition(context, paths.out_dir(), spec.directory(key))
         out = OutLayout(paths.out_dir())
         try:
             part = raw_stage.fetch_raw(spec, key, out, hub.raw_settings(paths))
@@ -93,6 +94,7 @@ def episodes_asset(spec: SourceSpec, common: dict[str, Any]) -> dg.AssetsDefinit
         context: dg.AssetExecutionContext, paths: GuiAssetsPaths, build: BuildSettings
     ) -> dg.MaterializeResult:
         key = context.partition_key
+        claim_partition(context, paths.out_dir(), spec.directory(key))
         out = OutLayout(paths.out_dir())
         try:
             st = episodes_stage.build_episodes(spec, key, out, build.config())
@@ -136,6 +138,7 @@ def splits_asset(spec: SourceSpec, common: dict[str, Any]) -> dg.AssetsDefinitio
     )
     def split_table(context: dg.AssetExecutionContext, paths: GuiAssetsPaths) -> dg.MaterializeResult:
         key = context.partition_key
+        claim_partition(context, paths.out_dir(), spec.directory(key))
         out = OutLayout(paths.out_dir())
         summary = split_stage.assign_splits(spec, key, out)
         return dg.MaterializeResult(
@@ -174,6 +177,7 @@ def dataset_info_asset(spec: SourceSpec, common: dict[str, Any]) -> dg.AssetsDef
         context: dg.AssetExecutionContext, paths: GuiAssetsPaths, build: BuildSettings
     ) -> dg.MaterializeResult:
         key = context.partition_key
+        claim_partition(context, paths.out_dir(), spec.directory(key))
         out = OutLayout(paths.out_dir())
         info = info_stage.write_info(spec, key, out, build.config())
         path = out.dataset_info(spec.directory(key))
@@ -214,6 +218,7 @@ def upload_asset(spec: SourceSpec, common: dict[str, Any]) -> dg.AssetsDefinitio
         context: dg.AssetExecutionContext, paths: GuiAssetsPaths, hub: HubResource
     ) -> dg.MaterializeResult:
         directory = spec.directory(context.partition_key)
+        claim_partition(context, paths.out_dir(), directory)
         out = OutLayout(paths.out_dir())
         folder = out.directory(directory)
         files = [(f"{directory}/{p.name}", p) for p in sorted(folder.iterdir()) if p.is_file()]
