@@ -9,8 +9,9 @@ Used by `test_fuzz.run_case` (the CI suite and `fuzz_explore`), by the Pango eve
 - images: truncated, a flipped byte, empty, text, JPEG garbage, or a forged size: a zero-size
   or huge PNG header, a 30000x30000 PNG header over too little data, a JPEG header claiming
   12000x60000 over a few KB, a real (valid, all-blank) 12000x20000 palette PNG of ~200 KB;
-- archives: a member renamed to an absolute or `..` path, turned into a symlink, or a
-  thousandfold-compressible bomb;
+- archives: a member renamed to an absolute or `..` path, turned into a symlink, a
+  thousandfold-compressible bomb, a zip nested under the member's name, or 64 MB of zeros whose
+  headers declare the member's own small size;
 - CSV tables: a cell's value damaged as above, a field too many or too few, a quote never closed;
 - files: truncated at a random byte.
 
@@ -302,7 +303,33 @@ def damage_json_bytes(raw: bytes, rng: random.Random, value_kind: str) -> tuple[
     return _dumps(doc).encode("utf-8", "surrogatepass"), how
 
 
-ARCHIVE_DAMAGE = ("member", "member", "member", "absolute", "dotdot", "symlink", "bomb")
+ARCHIVE_DAMAGE = ("member", "member", "member", "absolute", "dotdot", "symlink", "bomb", "liar", "nested")
+LIAR_BYTES = 64 << 20  # what a lying member really inflates to (its headers say far less)
+
+
+def _nested(name: str, data: bytes) -> bytes:
+    """A zip holding the member: an archive inside the archive, under the member's own name."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as inner:
+        inner.writestr(name.rsplit("/", 1)[-1], data)
+    return buf.getvalue()
+
+
+def _understate(path: Path, name: str, declared: int) -> None:
+    """Patch both headers of member `name` to declare `declared` uncompressed bytes."""
+    raw = bytearray(path.read_bytes())
+    with zipfile.ZipFile(path) as z:
+        local = z.getinfo(name).header_offset
+    raw[local + 22 : local + 26] = declared.to_bytes(4, "little")
+    encoded = name.encode("utf-8")
+    at = raw.find(b"PK\x01\x02")
+    while at != -1:
+        n = int.from_bytes(raw[at + 28 : at + 30], "little")
+        if raw[at + 46 : at + 46 + n] == encoded:
+            raw[at + 24 : at + 28] = declared.to_bytes(4, "little")
+            break
+        at = raw.find(b"PK\x01\x02", at + 46)
+    path.write_bytes(bytes(raw))
 
 
 def damage_zip(path: Path, rng: random.Random, value_kind: str, image_kind: str) -> str:
@@ -348,6 +375,12 @@ def damage_zip(path: Path, rng: random.Random, value_kind: str, image_kind: str)
         new.create_system = 3
         new.external_attr = 0o120777 << 16
         data, what = b"/etc/passwd", what + "made a symlink to /etc/passwd"
+    elif kind == "nested":
+        data, what = _nested(info.filename, data), what + "replaced by a zip holding it"
+    elif kind == "liar":  # 64 MB of zeros whose headers claim the member's own size
+        declared = max(len(data), 70_000)  # above a thousandth of what it compresses to
+        new.compress_type = zipfile.ZIP_DEFLATED
+        data, what = b"\0" * LIAR_BYTES, what + f"inflates to 64 MB, headers say {declared} B"
     else:  # a bomb under the member's name: 4 MB of zeros in a few KB
         new.compress_type = zipfile.ZIP_DEFLATED
         data, what = b"\0" * (4 << 20), what + "replaced by a 1000:1 bomb"
@@ -355,6 +388,8 @@ def damage_zip(path: Path, rng: random.Random, value_kind: str, image_kind: str)
     with zipfile.ZipFile(path, "w") as z:
         for i, d in members:
             z.writestr(i, d)
+    if kind == "liar":
+        _understate(path, new.filename, declared)
     return what
 
 

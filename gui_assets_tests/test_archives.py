@@ -174,3 +174,35 @@ def test_a_member_that_understates_its_size_is_refused_before_it_inflates(tmp_pa
         [sys.executable, "-c", probe, str(path)], capture_output=True, text=True, check=True
     )
     assert int(grew.stdout.strip()) < 64, grew.stdout
+
+
+def test_a_nested_zip_or_a_lying_member_made_by_the_fuzzer_is_refused_or_dropped(tmp_path):
+    from gui_assets_tests.fuzz_damage import LIAR_BYTES, _nested, _understate
+
+    path = tmp_path / "images.zip"
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as z:
+        z.writestr("shot.png", b"\0" * LIAR_BYTES)
+        z.writestr("inner.png", _nested("inner.png", b"\x89PNG\r\n\x1a\n" + b"x" * 100))
+    _understate(path, "shot.png", 70_000)
+    zi = ZipImages(path)
+    with pytest.raises(ArchiveError) as e:
+        zi.read("shot.png")
+    assert e.value.reason == "archive_member_too_large"
+    assert zi.read("inner.png").startswith(b"PK\x03\x04")  # a zip, not an image: the decoder drops it
+
+
+def test_an_archive_of_two_hundred_thousand_members_indexes_in_bounded_time_and_memory(tmp_path):
+    path = tmp_path / "images.zip"
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as z:
+        for i in range(200_000):
+            z.writestr(f"shots/{i}.png", b"x")
+    probe = (
+        "import resource, sys, time; from pathlib import Path\n"
+        "from gui_assets.archives import ZipImages\n"
+        "t = time.perf_counter(); zi = ZipImages(Path(sys.argv[1]))\n"
+        "assert len(zi.names()) == 200_000 and zi.read('7.png') == b'x'\n"
+        "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)"
+    )
+    r = subprocess.run([sys.executable, "-c", probe, str(path)], capture_output=True, text=True, check=True)
+    seconds, peak_mb = r.stdout.split()
+    assert float(seconds) < 20 and int(peak_mb) < 1024, r.stdout

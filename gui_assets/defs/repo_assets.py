@@ -100,6 +100,24 @@ def _card_asset(info_keys: list[dg.AssetKey]) -> dg.AssetsDefinition:
     return dataset_card_asset
 
 
+def _upload_all(
+    context: dg.AssetExecutionContext,
+    hub: HubResource,
+    out: Path,
+    files: list[tuple[str, Path]],
+    message: str,
+    known: dict[str, str] | None = None,
+) -> dg.MaterializeResult:
+    """Send repo-wide files (they show every directory, so a demo build among them is refused)."""
+    target = hub.target(out)
+    try:
+        hub_writer.refuse_demo(built_directories(out), target)
+        r = hub_writer.upload(files, target, message, log=context.log, known=known)
+    except hub_writer.UploadError as e:
+        raise fail(e) from None
+    return dg.MaterializeResult(metadata=r.to_dict())
+
+
 def _hub_card_asset() -> dg.AssetsDefinition:
     @dg.asset(
         key="hub_card",
@@ -118,13 +136,8 @@ def _hub_card_asset() -> dg.AssetsDefinition:
         files = [("README.md", out / "README.md"), (card.LICENSE_FILE, out / card.LICENSE_FILE)]
         files += [(f"{PREVIEW_DIR}/{p.name}", p) for p in sorted((out / PREVIEW_DIR).glob("*.parquet"))]
         files += [(f"{SAMPLES_DIR}/{p.name}", p) for p in sorted((out / SAMPLES_DIR).glob("*.html"))]
-        target = hub.target(out)
-        try:
-            hub_writer.refuse_demo(built_directories(out), target)  # the card and preview show them all
-            r = hub_writer.upload(files, target, "Upload the dataset card and preview", log=context.log)
-        except hub_writer.UploadError as e:
-            raise fail(e) from None
-        return dg.MaterializeResult(metadata=r.to_dict())
+        # the card and preview show every directory: a demo build among them is refused
+        return _upload_all(context, hub, out, files, "Upload the dataset card and preview")
 
     return hub_card_asset
 
@@ -230,19 +243,9 @@ def _hub_lerobot_asset() -> dg.AssetsDefinition:
             listed = lerobot_export.published_files(out)
         except ValueError as e:
             raise fail(e) from None
-        target = hub.target(out)
-        try:
-            hub_writer.refuse_demo(built_directories(out), target)
-            r = hub_writer.upload(
-                [(p, local) for p, local, _ in listed],
-                target,
-                "Upload the LeRobot export",
-                log=context.log,
-                known={p: sha for p, _, sha in listed},
-            )
-        except hub_writer.UploadError as e:
-            raise fail(e) from None
-        return dg.MaterializeResult(metadata=r.to_dict())
+        files = [(p, local) for p, local, _ in listed]
+        known = {p: sha for p, _, sha in listed}
+        return _upload_all(context, hub, out, files, "Upload the LeRobot export", known)
 
     return hub_lerobot_asset
 
