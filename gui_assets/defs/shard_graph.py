@@ -113,8 +113,7 @@ def shards_asset(spec: SourceSpec, common: dict[str, Any]) -> dg.AssetsDefinitio
     ) -> dict[str, Any]:
         claim_partition(context, paths.out_dir(), spec.directory(context.partition_key))
         out = OutLayout(paths.out_dir())
-        # A unit on a worker of its own hashes its pieces there, spreading the reading over the
-        # workers; in the run's own process, publish hashes them all at once on every core.
+        # A unit on a worker of its own hashes its pieces there; in-process, publish hashes all.
         apart = context.job_def.executor_def.name != dg.in_process_executor.name
         try:
             r = shards_stage.write_shard_unit(
