@@ -301,9 +301,10 @@ class DatasetWriter:
                 wholes = self.originals.get(ep.episode_id) or []
                 if len(wholes) != T or self.videos is not None:
                     wholes = [None] * T  # the IR and the shard disagree, or a video: all from the shard
+                sampled = sample_steps(T)
                 for lo in range(0, T, WINDOW):
                     hi = min(T, lo + WINDOW)
-                    job = self._job(demo, wholes[lo:hi], lo, sample_steps(T))
+                    job = self._job(demo, wholes[lo:hi], lo, sampled)
                     yield ep, lo, hi, self.pool.submit(_window, job)
 
     def _job(self, demo: h5py.Group, wholes: list[Whole | None], lo: int, sampled: set[int]) -> WindowJob:

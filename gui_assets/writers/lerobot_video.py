@@ -10,12 +10,12 @@ measured size and PSNR.
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from gui_assets.atomic import sha256_file
 from gui_assets.writers import lerobot_meta as meta
 
 CODEC = "libsvtav1"
@@ -100,16 +100,8 @@ class VideoFiles:
             self._container.mux(packet)
         self._container.close()
         self._container = self._stream = None
-        self.written.append((self._path, _sha256(self._path)))
+        self.written.append((self._path, sha256_file(self._path)))
 
     def close(self) -> list[tuple[Path, str]]:
         self._close_file()
         return self.written
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
