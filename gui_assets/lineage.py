@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from gui_assets.atomic import atomic_write_text
+from gui_assets.python_source import parse_python
 from gui_assets.source_spec import SourceSpec
 from gui_assets.version import GUI_ASSETS_VERSION
 
@@ -208,7 +209,7 @@ class _AnalysisCache:
         hit = self.entries.get(key)
         if isinstance(hit, list) and len(hit) == 2 and isinstance(hit[0], str) and isinstance(hit[1], list):
             return hit[0], frozenset(hit[1])
-        tree = ast.parse(source.decode("utf-8"), filename=str(path))
+        tree = parse_python(source.decode("utf-8"), filename=str(path))
         imports = frozenset(_runtime_imports(tree, name, path.name == "__init__.py"))
         digest = hashlib.sha256(normalized_source(tree).encode()).hexdigest()
         self.entries[key] = [digest, sorted(imports)]
@@ -281,7 +282,7 @@ def function_closure(
     path = module_path(module, package_dir)
     if path is None:
         raise ValueError(f"{module} is not a module of {PACKAGE}")
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    tree = parse_python(path.read_text(encoding="utf-8"), filename=str(path))
     defined, imported = _top_level_names(tree)
     if function_name not in defined:
         raise ValueError(f"{module} defines no {function_name}")

@@ -197,12 +197,15 @@ def test_an_archive_of_two_hundred_thousand_members_indexes_in_bounded_time_and_
         for i in range(200_000):
             z.writestr(f"shots/{i}.png", b"x")
     probe = (
-        "import resource, sys, time; from pathlib import Path\n"
+        "import sys, time; from pathlib import Path\n"
         "from gui_assets.archives import ZipImages\n"
         "t = time.perf_counter(); zi = ZipImages(Path(sys.argv[1]))\n"
         "assert len(zi.names()) == 200_000 and zi.read('7.png') == b'x'\n"
-        "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)"
+        "hwm = [ln for ln in Path('/proc/self/status').read_text().splitlines() if ln.startswith('VmHWM:')]\n"
+        "print(time.perf_counter() - t, int(hwm[0].split()[1]) // 1024)"
     )
+    # VmHWM, not ru_maxrss: a child spawned (vfork) by a big pytest process inherits its
+    # parent's high-water mark in ru_maxrss, which said 1.2 GB for a 100 MB index under CI.
     r = subprocess.run([sys.executable, "-c", probe, str(path)], capture_output=True, text=True, check=True)
     seconds, peak_mb = r.stdout.split()
     assert float(seconds) < 20 and int(peak_mb) < 1024, r.stdout

@@ -39,6 +39,7 @@ from gui_assets.sources import MIND2WEB
 from gui_assets.writers import lerobot_export
 from gui_assets_tests.conftest import clean_env, dagster_materialize
 from gui_assets_tests.hub_server import LocalHub
+from gui_assets_tests.pysource import parse_file
 from gui_assets_tests.webhook_server import WebhookReceiver
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -230,7 +231,7 @@ def test_nothing_evaluates_input_text():
     banned_attrs = {("pickle", "load"), ("pickle", "loads"), ("yaml", "load"), ("marshal", "loads")}
     offenders = []
     for path in sorted((REPO_ROOT / "gui_assets").rglob("*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = parse_file(path)
         for node in ast.walk(tree):
             if isinstance(node, ast.Call):
                 f = node.func

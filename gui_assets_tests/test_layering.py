@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from gui_assets_tests.pysource import parse_file
+
 PACKAGE = Path(__file__).resolve().parents[1] / "gui_assets"
 MAX_MODULE_LINES = 500
 MAX_FUNCTION_LINES = 80
@@ -31,7 +33,7 @@ def imported_names(path: Path) -> set[str]:
     included: for `from m import n`, both m and m.n (n may be a module); relative imports resolved."""
     package = path.relative_to(PACKAGE.parent).parts[:-1]  # where `from .` points, __init__ or not
     names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(parse_file(path)):
         if isinstance(node, ast.Import):
             names.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -94,7 +96,7 @@ def test_no_module_over_500_lines_and_no_function_over_80():
     long_functions = {}
     for p in PACKAGE.rglob("*.py"):
         rel = str(p.relative_to(PACKAGE.parent))
-        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
+        for node in ast.walk(parse_file(p)):
             if (
                 isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
                 and (rel, node.name) not in TABLES
@@ -164,7 +166,7 @@ def test_no_module_touches_process_state_while_it_is_imported():
     when the definitions load)."""
     touched = {}
     for name, path in modules().items():
-        for node in import_time_nodes(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in import_time_nodes(parse_file(path)):
             if (
                 isinstance(node, ast.Attribute)
                 and isinstance(node.value, ast.Name)
@@ -177,7 +179,7 @@ def test_no_module_touches_process_state_while_it_is_imported():
 def test_the_process_wide_policies_are_applied_where_the_definitions_load_only():
     callers: dict[str, set[str]] = {}
     for name, path in modules().items():
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(parse_file(path)):
             if isinstance(node, ast.Call):
                 fn = node.func
                 called = (
@@ -196,7 +198,7 @@ def test_the_process_wide_policies_are_applied_where_the_definitions_load_only()
 
 def test_the_package_init_imports_nothing_of_the_package():
     """`import gui_assets` loads no module of its own; `defs` is built on first access."""
-    tree = ast.parse((PACKAGE / "__init__.py").read_text(encoding="utf-8"))
+    tree = parse_file(PACKAGE / "__init__.py")
     names = {
         n.module or "" for n in import_time_nodes(tree) if isinstance(n, ast.ImportFrom) and not n.level
     } | {a.name for n in import_time_nodes(tree) if isinstance(n, ast.Import) for a in n.names}

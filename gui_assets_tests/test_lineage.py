@@ -9,7 +9,6 @@ or a reformat moves nothing.
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import json
 import shutil
@@ -24,6 +23,7 @@ import pytest
 from gui_assets import lineage
 from gui_assets.lineage import STAGE_MODULES, stage_version
 from gui_assets.sources import SOURCES
+from gui_assets_tests.pysource import parse_file
 
 PACKAGE = Path(lineage.__file__).resolve().parent
 SOURCE_STAGES = ("raw", "episodes", "splits", "shards", "dataset_info", "upload")
@@ -233,7 +233,7 @@ def test_the_analysis_cache_on_disk_holds_what_the_walk_finds(copy):
     for key, (digest, imports) in entries.items():
         name = key.split(":", 1)[0]
         path = modules[name]
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = parse_file(path)
         assert digest == hashlib.sha256(lineage.normalized_source(tree).encode()).hexdigest(), name
         assert set(imports) == lineage._runtime_imports(tree, name, path.name == "__init__.py"), name
     # A later process reads it instead of walking, and gets the same versions.

@@ -26,6 +26,7 @@ from gui_assets.source_docs import (
     stale_pages,
 )
 from gui_assets.sources import PANGO, SOURCES, WEBARENA
+from gui_assets_tests.pysource import parse_file
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -34,7 +35,7 @@ def referenced(module: str) -> set[DropReason]:
     """The DropReason members a module's code names (`DropReason.X`)."""
     path = module_path(module)
     assert path is not None, module
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = parse_file(path)
     return {
         DropReason[node.attr]
         for node in ast.walk(tree)

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gui_assets.drops import Drop, DropReason
+from gui_assets.python_source import parse_python
 
 MODULES = ("pyautogui", "computer")
 CLICKS = {
@@ -120,7 +121,7 @@ def parse_calls(code: str) -> list[Call]:
     if not isinstance(code, str) or not code.strip():
         raise CodeError(DropReason.EMPTY_CODE, repr(code)[:80])
     try:
-        tree = ast.parse(code, mode="exec")
+        tree = parse_python(code)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as e:  # NUL bytes; nesting too deep
         raise CodeError(DropReason.UNPARSEABLE_CODE, f"{type(e).__name__}: {str(e)[:120]}") from None
     calls = []

@@ -24,6 +24,7 @@ from gui_assets.writers import lerobot, lerobot_export
 from gui_assets.writers import lerobot_meta as meta
 from gui_assets.writers.hub import LocalHubTarget, upload
 from gui_assets_tests.conftest import AGENTVIEW_HW
+from gui_assets_tests.pysource import parse_file
 
 REPO = Path(__file__).resolve().parents[2]
 CLIENT = Path(__file__).resolve().parents[1] / "lerobot_client.py"
@@ -224,7 +225,7 @@ def test_lerobot_loads_and_batches_every_dataset_as_uploaded(build, video, reque
 
 
 def test_the_judge_imports_nothing_of_ours():
-    tree = ast.parse(CLIENT.read_text())
+    tree = parse_file(CLIENT)
     imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     imported |= {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
     assert "lerobot.datasets.lerobot_dataset" in imported
