@@ -47,6 +47,46 @@ def hogs() -> Iterator[None]:
             p.wait()
 
 
+def _hdf5_difference(a: Path, b: Path) -> str:
+    """Where two shards that should be equal differ: objects, attributes, values, stored chunk
+    bytes, then raw byte ranges, so a failure in CI names its cause without the files."""
+    import h5py
+    import numpy as np
+
+    notes: list[str] = []
+    with h5py.File(a, "r") as fa, h5py.File(b, "r") as fb:
+        names_a: list[str] = []
+        names_b: list[str] = []
+        fa.visit(names_a.append)
+        fb.visit(names_b.append)
+        if names_a != names_b:
+            notes.append(f"objects differ: {sorted(set(names_a) ^ set(names_b))[:10]}")
+        for name in [n for n in names_a if n in set(names_b)]:
+            oa, ob = fa[name], fb[name]
+            if dict(oa.attrs) != dict(ob.attrs):
+                notes.append(f"{name}: attributes differ")
+            if isinstance(oa, h5py.Dataset):
+                if oa.shape != ob.shape or not np.array_equal(oa[()], ob[()]):
+                    notes.append(f"{name}: values differ")
+                elif oa.id.get_offset() != ob.id.get_offset():
+                    notes.append(f"{name}: stored at {oa.id.get_offset()} vs {ob.id.get_offset()}")
+                if oa.chunks and oa.shape == ob.shape:
+                    for i in range(oa.id.get_num_chunks()):
+                        ca, cb = oa.id.get_chunk_info(i), ob.id.get_chunk_info(i)
+                        if oa.id.read_direct_chunk(ca.chunk_offset) != ob.id.read_direct_chunk(
+                            cb.chunk_offset
+                        ):
+                            notes.append(f"{name}: stored chunk {ca.chunk_offset} bytes differ")
+                        elif ca.byte_offset != cb.byte_offset:
+                            notes.append(
+                                f"{name}: chunk {ca.chunk_offset} at {ca.byte_offset} vs {cb.byte_offset}"
+                            )
+    ba, bb = a.read_bytes(), b.read_bytes()
+    diff = [i for i in range(min(len(ba), len(bb))) if ba[i] != bb[i]]
+    notes.append(f"sizes {len(ba)} vs {len(bb)}; {len(diff)} differing bytes, first at {diff[:8]}")
+    return "\n".join(notes[:40])
+
+
 def _versions(home: Path) -> dict[str, str]:
     with dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(home))) as instance:
         out = {}
@@ -87,6 +127,9 @@ def test_ten_rebuilds_under_load_give_the_same_bytes_and_versions(tmp_path, hogs
         seen.append((executor, threads, shards, _versions(home)))
     _, _, first_shards, first_versions = seen[0]
     assert len(first_shards) >= 4
-    for executor, threads, shards, versions in seen[1:]:
-        assert shards == first_shards, (executor, threads)
+    for i, (executor, threads, shards, versions) in enumerate(seen[1:], start=1):
+        differ = sorted(n for n in first_shards if shards.get(n) != first_shards[n])
+        first_dir, this_dir = tmp_path / "out0/mind2web_train", tmp_path / f"out{i}/mind2web_train"
+        explain = [f"{n}: {_hdf5_difference(first_dir / n, this_dir / n)}" for n in differ if n in shards]
+        assert shards == first_shards, (executor, threads, differ, "\n".join(explain))
         assert versions == first_versions, (executor, threads)
