@@ -37,6 +37,7 @@ import numpy as np
 
 from benchmarks.frames import write_mirror
 from benchmarks.peak_rss import run_measured
+from gui_assets.config import FRAME_CODECS
 
 REPO = Path(__file__).resolve().parent.parent
 CHAIN = "mind2web,mind2web_episodes,mind2web_splits,mind2web_shards,mind2web_dataset_info"
@@ -169,6 +170,7 @@ def _cli(
     executor: str,
     tag: str,
     samples: int,
+    frame_codec: str | None = None,
 ) -> dict[str, Any]:
     out = work / f"out-{tag}"
     home = work / f"dagster-home-{tag}"
@@ -178,6 +180,9 @@ def _cli(
     (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n", encoding="utf-8")
     cmd = [sys.executable, "-m", "dagster", "asset", "materialize", "-m", "gui_assets",
            "--select", select, "--partition", "train"]  # fmt: skip
+    if frame_codec:
+        build = {"resources": {"build": {"config": {"frame_codec": frame_codec}}}}
+        cmd += ["--config-json", json.dumps(build)]
     run_env = {
         **env,
         "GUI_ASSETS_MIRROR": str(mirror),
@@ -244,6 +249,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--executor", choices=EXECUTORS, action="append", help="default: in_process")
     ap.add_argument("--no-chain", action="store_true", help="skip the chain-only run")
     ap.add_argument("--samples", type=int, default=40, help="frames compared between the outputs")
+    ap.add_argument(
+        "--frame-codec", choices=FRAME_CODECS, help="the builds' frame_codec (default: the knob's)"
+    )
     args = ap.parse_args(argv)
     executors = args.executor or ["in_process"]
 
@@ -274,7 +282,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         script = runs[f"script@{steps}"] = _script(work, repos[steps], steps, env, str(steps))
         rows.append((f"hand-written script @{steps}", script))
         for executor in executors:
-            common = {"executor": executor, "samples": args.samples}
+            common = {"executor": executor, "samples": args.samples, "frame_codec": args.frame_codec}
             # (run key, selection, row label): the chain only at the first size, when asked
             selections = [("users", USERS, "'mind2web*'")]
             if steps == args.steps and not args.no_chain:

@@ -13,12 +13,23 @@ if TYPE_CHECKING:
     from gui_assets.source_spec import SourceSpec
 
 DEFAULT_SHARD_CAP_BYTES = 500 * 1000 * 1000
-FRAME_CODECS = ("isal", "gzip")
+FRAME_CODECS = ("isal", "libdeflate", "gzip")
+# Codecs that deflate frames outside HDF5 and store the chunks with write_direct_chunk.
+DIRECT_CODECS = frozenset({"isal", "libdeflate"})
 
 
 def deflate_available() -> bool:
     """ISA-L's igzip (the `isal` package) is importable."""
     return importlib.util.find_spec("isal") is not None
+
+
+def libdeflate_available() -> bool:
+    """imagecodecs was built with libdeflate (its wheels are)."""
+    try:
+        import imagecodecs
+    except ImportError:  # pragma: no cover - a dependency
+        return False
+    return bool(imagecodecs.DEFLATE.available)
 
 
 def default_frame_codec() -> str:
@@ -64,15 +75,17 @@ class BuildConfig:
         unit=1e6,
     )
     # Frames are always stored behind HDF5's built-in gzip filter, which every LIBERO/robomimic
-    # loader reads without plugins. "isal": deflated by ISA-L outside HDF5 at isal_level (0-3)
-    # and written with write_direct_chunk; "gzip": h5py's own filter at gzip_level.
+    # loader reads without plugins. "isal" and "libdeflate" deflate outside HDF5 (zlib streams,
+    # as the filter writes them) and store chunks with write_direct_chunk; "gzip" is h5py's own
+    # filter at gzip_level.
     frame_codec: str = knob(
         default_factory=default_frame_codec,
-        meaning="`isal` (ISA-L deflate, direct chunk writes) or `gzip` (h5py's filter); "
+        meaning="`isal` (ISA-L), `libdeflate` (smaller, slower) or `gzip` (h5py's filter); "
         "plain gzip to every reader",
         default_text="`isal` (`gzip` without the isal package)",
     )
     isal_level: int = knob(2, meaning="ISA-L level (0-3) for `isal`")
+    libdeflate_level: int = knob(6, meaning="libdeflate level (1-12) for `libdeflate`")
     gzip_level: int = knob(4, meaning="deflate level (0-9) for `gzip`")
     # Everything the shard writer holds decoded at once (pages being cropped, chunks read ahead);
     # a page that alone needs more is left out by name (frame_over_budget), never decoded.
@@ -106,6 +119,10 @@ class BuildConfig:
             raise ValueError("frame_codec 'isal' needs the isal package (pip install isal)")
         if not 0 <= self.isal_level <= 3:
             raise ValueError("isal_level must be 0..3")
+        if self.frame_codec == "libdeflate" and not libdeflate_available():
+            raise ValueError("frame_codec 'libdeflate' needs imagecodecs built with libdeflate")
+        if not 1 <= self.libdeflate_level <= 12:
+            raise ValueError("libdeflate_level must be 1..12")
         if self.agentview_hw is not None:
             hw = tuple(int(v) for v in self.agentview_hw)
             if len(hw) != 2 or not all(16 <= v <= 8192 for v in hw):
@@ -149,9 +166,14 @@ class BuildConfig:
 
 def frame_deflater(config: BuildConfig) -> Callable[[bytes | memoryview], bytes]:
     """The zlib-stream compressor a frame chunk gets under `config`: ISA-L at isal_level for
-    "isal", zlib at gzip_level (what HDF5's filter does) for "gzip". Both release the GIL."""
+    "isal", libdeflate at libdeflate_level for "libdeflate", zlib at gzip_level (what HDF5's
+    filter does) for "gzip". All release the GIL."""
     if config.frame_codec == "isal":
         from isal import isal_zlib  # imported where used: the gzip fallback must not need it
 
         return lambda data: isal_zlib.compress(data, config.isal_level)
+    if config.frame_codec == "libdeflate":
+        from imagecodecs import deflate_encode
+
+        return lambda data: deflate_encode(data, level=config.libdeflate_level)
     return lambda data: zlib.compress(data, config.gzip_level)

@@ -10,7 +10,22 @@ talks to it through its ordinary `endpoint`, with the routes snapshot_download u
 
 Files are stored as the hub stores them: large data files in LFS (the tree lists their sha256,
 the ETag is it) and small text files (.json, .md, .csv, .txt) in git (the tree lists no LFS, the
-ETag is the git blob id). Every request is recorded (method, path, Range, Authorization present)
+ETag is the git blob id). Uploads take huggingface_hub's HTTP path (LFS, as with
+HF_HUB_DISABLE_XET; the Xet storage service cannot be stood up here):
+
+    POST /api/repos/create                                  a repo folder (409 if it exists)
+    POST /api/datasets/<owner>/<repo>/preupload/<rev>       "lfs" or "regular" per file
+    POST /datasets/<owner>/<repo>.git/info/lfs/objects/batch  an upload URL per object not held
+    PUT  /lfs/<oid>                                         the object; kept only if its sha256 is oid
+    POST /api/datasets/<owner>/<repo>/commit/<rev>          ndjson; refused (422) if an LFS file it
+                                                            names was never uploaded whole, else
+                                                            applied at once, as one commit
+
+Faults on demand: `drop_uploads` cuts the next N object uploads half way through their body (the
+connection closes, nothing is kept), `fail_requests` answers the next N upload-route requests
+500, `fail_commits` answers the next N commits 500 after reading them (nothing applied), and so does
+every commit writing a path in `refuse_paths`. Every
+request is recorded (method, path, Range, Authorization present)
 so tests can assert what was fetched, that a resumed download asked for the missing tail only,
 and that a token was sent as a header. `fail_after_bytes` cuts every response for a file short
 (a connection that keeps dropping) until the test removes the entry.
@@ -18,6 +33,7 @@ and that a token was sent as a header. `fail_after_bytes` cuts every response fo
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import re
@@ -43,6 +59,24 @@ class HubState:
     requests: list[Request] = field(default_factory=list)
     fail_after_bytes: dict[str, int] = field(default_factory=dict)  # repo path -> bytes sent before a drop
     lock: threading.Lock = field(default_factory=threading.Lock)
+    drop_uploads: int = 0
+    fail_requests: int = 0
+    fail_commits: int = 0
+    refuse_paths: set[str] = field(default_factory=set)  # a commit writing any of these answers 500
+    commits: list[list[str]] = field(default_factory=list)  # the paths each applied commit wrote
+    objects_received: list[str] = field(default_factory=list)  # oid of every object kept, in order
+
+    @property
+    def lfs(self) -> Path:
+        return self.root / ".lfs-objects"  # beside the repos, never listed as a repo's file
+
+    def take(self, counter: str) -> bool:
+        """Spend one of a fault counter; True when there was one."""
+        with self.lock:
+            left = getattr(self, counter)
+            if left > 0:
+                setattr(self, counter, left - 1)
+            return left > 0
 
     def files(self, repo_id: str) -> list[tuple[str, Path]]:
         base = self.root / repo_id
@@ -108,6 +142,106 @@ def _handler(state: HubState) -> type[BaseHTTPRequestHandler]:
 
         def do_HEAD(self) -> None:
             self.do_GET()
+
+        def _body(self) -> bytes:
+            if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+                out = bytearray()
+                while size := int(self.rfile.readline().split(b";")[0].strip() or b"0", 16):
+                    out += self.rfile.read(size)
+                    self.rfile.readline()
+                self.rfile.readline()
+                return bytes(out)
+            return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
+        def _drop(self) -> None:
+            self.close_connection = True
+            self.connection.shutdown(2)
+
+        def do_POST(self) -> None:
+            self._record()
+            path = unquote(urlparse(self.path).path)
+            if state.take("fail_requests"):
+                self._body()
+                return self._json({"error": "server error (injected)"}, 500)
+            if path == "/api/repos/create":
+                ask = json.loads(self._body())
+                folder = state.root / str(ask.get("organization") or "user") / str(ask["name"])
+                url = f"http://{self.headers['Host']}/datasets/{folder.parent.name}/{folder.name}"
+                if folder.is_dir():  # the hub's conflict answer carries the url too
+                    return self._json({"error": "You already created this dataset repo", "url": url}, 409)
+                folder.mkdir(parents=True)
+                return self._json({"url": url})
+            if m := re.fullmatch(r"/api/datasets/([^/]+/[^/]+)/preupload/[^/]+", path):
+                files = json.loads(self._body())["files"]
+                modes = [{"path": f["path"], "uploadMode": "lfs" if _in_lfs(f["path"]) else "regular",
+                          "shouldIgnore": False} for f in files]  # fmt: skip
+                return self._json({"files": modes})
+            if m := re.fullmatch(r"/datasets/([^/]+/[^/]+)\.git/info/lfs/objects/batch", path):
+                ask = json.loads(self._body())
+                objects = []
+                for o in ask["objects"]:
+                    entry = {"oid": o["oid"], "size": o["size"]}
+                    if not (state.lfs / o["oid"]).is_file():  # held objects get no actions: not sent again
+                        href = f"http://{self.headers['Host']}/lfs/{o['oid']}"
+                        entry["actions"] = {"upload": {"href": href}}
+                    objects.append(entry)
+                return self._json({"transfer": "basic", "objects": objects})
+            if m := re.fullmatch(r"/api/datasets/([^/]+/[^/]+)/commit/[^/]+", path):
+                return self._commit(m.group(1), self._body())
+            return self._not_found(path)
+
+        def do_PUT(self) -> None:
+            self._record()
+            m = re.fullmatch(r"/lfs/([0-9a-f]{64})", unquote(urlparse(self.path).path))
+            if m is None:
+                return self._not_found(self.path)
+            if state.take("fail_requests"):
+                self._body()
+                return self._json({"error": "server error (injected)"}, 500)
+            if state.take("drop_uploads"):
+                self.rfile.read(int(self.headers.get("Content-Length") or 0) // 2)
+                return self._drop()  # half the object arrived; nothing is kept
+            data = self._body()
+            if hashlib.sha256(data).hexdigest() != m.group(1):
+                return self._json({"error": "object does not match its oid"}, 400)
+            state.lfs.mkdir(exist_ok=True)
+            tmp = state.lfs / f".{m.group(1)}.part"
+            tmp.write_bytes(data)
+            tmp.replace(state.lfs / m.group(1))
+            with state.lock:
+                state.objects_received.append(m.group(1))
+            return self._json({})
+
+        def _commit(self, repo: str, body: bytes) -> None:
+            if state.take("fail_commits"):
+                return self._json({"error": "commit failed (injected)"}, 500)
+            lines = [json.loads(line) for line in body.splitlines() if line.strip()]
+            if any(item["value"].get("path") in state.refuse_paths for item in lines):
+                return self._json({"error": "commit failed (injected)"}, 500)
+            writes: list[tuple[str, bytes]] = []
+            for item in lines:
+                v = item["value"]
+                if item["key"] == "file":
+                    writes.append((v["path"], base64.b64decode(v["content"])))
+                elif item["key"] == "lfsFile":
+                    obj = state.lfs / v["oid"]
+                    if not obj.is_file():  # as the hub: a pointer to an object never uploaded is refused
+                        return self._json({"error": f"LFS object of {v['path']} was not uploaded"}, 422)
+                    writes.append((v["path"], obj.read_bytes()))
+                elif item["key"] != "header":
+                    return self._json({"error": f"unsupported commit operation {item['key']}"}, 400)
+            base = state.root / repo
+            staged = [(base / rel, data) for rel, data in writes]
+            for target, data in staged:  # every file staged first, then all renamed: one commit
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.with_name(f".{target.name}.commit").write_bytes(data)
+            for target, _ in staged:
+                target.with_name(f".{target.name}.commit").replace(target)
+            with state.lock:
+                state.commits.append([rel for rel, _ in writes])
+                state.commit = hashlib.sha1(f"{state.commit}{len(state.commits)}".encode()).hexdigest()
+            return self._json({"commitUrl": f"http://{self.headers['Host']}/datasets/{repo}/commit/{state.commit}",
+                               "commitOid": state.commit})  # fmt: skip
 
         def do_GET(self) -> None:
             self._record()

@@ -21,7 +21,7 @@ import numpy as np
 from PIL import Image
 
 from gui_assets.budget import ByteBudget
-from gui_assets.config import BuildConfig, frame_deflater, usable_cpus
+from gui_assets.config import DIRECT_CODECS, BuildConfig, frame_deflater, usable_cpus
 from gui_assets.cursor import EYE_SIZE, SCREEN_CENTRE, eye_rect, eye_window, next_cursor
 from gui_assets.drops import DropReason
 from gui_assets.episode_store import ImageStore
@@ -156,7 +156,7 @@ class FrameEncoder:
 
     def __init__(self, images: ImageStore, config: BuildConfig, threads: int | None = None) -> None:
         self.images = images
-        self.direct = config.frame_codec == "isal"
+        self.direct = config.frame_codec in DIRECT_CODECS
         self._compress = frame_deflater(config)
         self.threads = threads or usable_cpus()
         self.window = 2 * self.threads + 2

@@ -6,6 +6,13 @@ the same content, in batches small enough to survive a dropped connection; a fai
 retried with backoff (a bounded number of times), and a rerun after a failure sends only what
 is still missing: that is the resume. Content is compared by sha256 (LFS files on the hub) or
 by git blob sha1 (small files the hub stores in git). The token goes to HfApi and nowhere else.
+
+The files that describe the others (dataset_info.json, a LeRobot dataset's meta/info.json) are
+committed last, in a commit of their own: a description reaches the repo only after every file
+it names has landed, and an upload cut short never commits it (the rerun sends what is missing,
+then the description). huggingface_hub's `upload_large_folder` is not used: it commits files as
+they land (a reader would see a description beside half its shards) and wants the repo's layout
+as one local folder, which the build's output is not.
 """
 
 from __future__ import annotations
@@ -29,6 +36,11 @@ from gui_assets.mirror import HashCache
 
 BATCH_BYTES = 2 * 1000**3  # a commit of at most ~2 GB: four 500 MB shards
 BATCH_FILES = 100
+DESCRIPTORS = (DATASET_INFO, "meta/info.json")
+
+
+def is_descriptor(repo_path: str) -> bool:
+    return any(repo_path == d or repo_path.endswith("/" + d) for d in DESCRIPTORS)
 
 
 class UploadError(Exception):
@@ -223,11 +235,14 @@ def refuse_demo(infos: list[DatasetInfo], target: Target) -> None:
 
 
 def _batches(files: list[tuple[str, Path]]) -> Iterable[list[tuple[str, Path]]]:
+    """Commits of at most BATCH_BYTES / BATCH_FILES: the data first, then the descriptors alone."""
     batch: list[tuple[str, Path]] = []
     size = 0
-    for item in files:
+    ordered = sorted(files, key=lambda item: (is_descriptor(item[0]), item[0]))
+    for item in ordered:
         n = item[1].stat().st_size
-        if batch and (size + n > BATCH_BYTES or len(batch) >= BATCH_FILES):
+        first_descriptor = is_descriptor(item[0]) and not any(is_descriptor(p) for p, _ in batch)
+        if batch and (size + n > BATCH_BYTES or len(batch) >= BATCH_FILES or first_descriptor):
             yield batch
             batch, size = [], 0
         batch.append(item)

@@ -29,7 +29,7 @@ from typing import Any
 import h5py
 import numpy as np
 
-from gui_assets.config import BuildConfig
+from gui_assets.config import DIRECT_CODECS, BuildConfig
 from gui_assets.cursor import EYE_SIZE, inside
 from gui_assets.drops import DropReason
 from gui_assets.episode_store import ImageStore
@@ -88,7 +88,7 @@ class LiberoShardWriter:
         self.directory = directory
         self.source = source
         self.config = config
-        self.direct = config.frame_codec == "isal"
+        self.direct = config.frame_codec in DIRECT_CODECS
         self.stats = BuildStats()
         folder.mkdir(parents=True, exist_ok=True)
         self._file: h5py.File | None = None

@@ -61,9 +61,12 @@ def _write(tmp: Path, name: str, store: ImageStore, eps: list[GuiEpisode], threa
     return tmp / name / entry.file
 
 
-def test_isal_frames_are_plain_gzip_chunks_that_h5py_reads_back_exactly(tmp_path, store):
+@pytest.mark.parametrize("codec", ["isal", "libdeflate"])
+def test_frames_deflated_outside_hdf5_are_plain_gzip_chunks_that_h5py_reads_back_exactly(
+    tmp_path, store, codec
+):
     eps = _episodes(store, 2, 3)
-    shard = _write(tmp_path, "isal", store, eps, frame_codec="isal")
+    shard = _write(tmp_path, codec, store, eps, frame_codec=codec)
     with h5py.File(shard, "r") as f:
         for i, ep in enumerate(eps):
             av = f[f"data/demo_{i}/obs/agentview_rgb"]
@@ -75,6 +78,19 @@ def test_isal_frames_are_plain_gzip_chunks_that_h5py_reads_back_exactly(tmp_path
                 np.testing.assert_array_equal(av[t], want)
                 x0, y0 = (round(v) for v in (f[f"data/demo_{i}/eye_rect"][t][:2] * (1280, 1080)))
                 np.testing.assert_array_equal(eye[t], want[y0 : y0 + 128, x0 : x0 + 128])
+
+
+def test_libdeflate_writes_smaller_shards_than_isal_with_the_same_pixels(tmp_path, store):
+    eps = _episodes(store, 2, 3)
+    small = _write(tmp_path, "libdeflate", store, eps, frame_codec="libdeflate", libdeflate_level=6)
+    fast = _write(tmp_path, "isal", store, eps, frame_codec="isal", isal_level=2)
+    assert small.stat().st_size < 0.95 * fast.stat().st_size
+    with h5py.File(small, "r") as a, h5py.File(fast, "r") as b:
+        for i in range(2):
+            for key in ("agentview_rgb", "eye_in_hand_rgb"):
+                np.testing.assert_array_equal(
+                    a[f"data/demo_{i}/obs/{key}"][()], b[f"data/demo_{i}/obs/{key}"][()]
+                )
 
 
 def test_a_reader_without_gui_assets_or_isal_reads_the_frames(tmp_path, store):
