@@ -65,14 +65,51 @@ def screenshot(index: int, width: int, height: int) -> tuple[bytes, Widget]:
     return encode(page, "png"), target
 
 
+_BASES: dict[tuple[int, int], list[tuple[np.ndarray, np.ndarray]]] = {}
+BASE_PAGES = 48  # rendered once per process; every frame is one of them, made distinct
+
+
+def _bases(width: int, height: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(page, photo tile) pairs rendered once per worker process."""
+    if (width, height) not in _BASES:
+        pairs = []
+        for i in range(BASE_PAGES):
+            page = np.asarray(render_page(i, width, height, [], f"site-{i % 37}.example")).copy()
+            tile = np.asarray(_photo(np.random.default_rng(i), 320, 200))
+            pairs.append((page, tile))
+        _BASES[(width, height)] = pairs
+    return _BASES[(width, height)]
+
+
+def cheap_screenshot(index: int, width: int, height: int) -> tuple[bytes, Widget]:
+    """A distinct frame at a fraction of `screenshot`'s cost, for mirrors of tens of thousands of
+    steps: one of BASE_PAGES rendered pages, its photo tile pasted at a place of its own, the
+    target widget drawn, and a band whose pixels spell `index` (no two frames are equal), encoded
+    by the project's own PNG writer (Up filter + ISA-L, a few ms a frame)."""
+    from gui_assets.writers.png import encode_rgb
+
+    page, tile = _bases(width, height)[index % BASE_PAGES]
+    frame = page.copy()
+    rng = random.Random(index)
+    th, tw = tile.shape[:2]
+    y, x = rng.randrange(80, max(81, height - th)), rng.randrange(230, max(231, width - tw))
+    frame[y : y + th, x : x + tw] = tile
+    bits = np.array([(index >> b) & 1 for b in range(32)], dtype=np.uint8) * 200 + 30
+    frame[height - 12 : height - 4, 8 : 8 + 32 * 8] = np.repeat(bits, 8)[None, :, None]
+    target = _target(index, width, height)
+    im = Image.fromarray(frame)
+    draw_widget(ImageDraw.Draw(im), target)
+    return encode_rgb(np.asarray(im)), target
+
+
 def _candidate(w: Widget) -> str:
     rect = f"{w.x},{w.y},{w.w},{w.h}"
     attrs = {"backend_node_id": "42", "bounding_box_rect": rect, "class": w.kind}
     return json.dumps({"tag": w.kind, "attributes": json.dumps(attrs)})
 
 
-def _row(index: int, width: int, height: int, episode_len: int) -> dict[str, Any]:
-    png, target = screenshot(index, width, height)
+def _row(index: int, width: int, height: int, episode_len: int, cheap: bool = False) -> dict[str, Any]:
+    png, target = (cheap_screenshot if cheap else screenshot)(index, width, height)
     episode, step = divmod(index, episode_len)
     verb = VERBS[index % len(VERBS)]
     value = {"TYPE": f"query {index}", "SELECT": "option 2"}.get(verb, "")
@@ -96,11 +133,16 @@ def _row(index: int, width: int, height: int, episode_len: int) -> dict[str, Any
     }
 
 
-def write_mirror(root: Path, steps: int, width: int, height: int, episode_len: int, jobs: int) -> Path:
-    """A Multimodal-Mind2Web mirror of `steps` rows under root; reused when already complete."""
+def write_mirror(
+    root: Path, steps: int, width: int, height: int, episode_len: int, jobs: int, *, cheap: bool = False
+) -> Path:
+    """A Multimodal-Mind2Web mirror of `steps` rows under root; reused when already complete.
+    `cheap`: frames from `cheap_screenshot` (for the scale benchmark's tens of thousands)."""
     repo = root / REPO_ID
     data = repo / "data"
     params = {"steps": steps, "width": width, "height": height, "episode_len": episode_len, "v": 1}
+    if cheap:
+        params["cheap"] = 1
     key = hashlib.sha256(json.dumps(params, sort_keys=True).encode()).hexdigest()[:12]
     marker = repo / f".complete-{key}"
     if marker.exists():
@@ -115,7 +157,7 @@ def write_mirror(root: Path, steps: int, width: int, height: int, episode_len: i
         for f in range(n_files):
             lo, hi = f * rows_per_file, min(steps, (f + 1) * rows_per_file)
             rows = list(
-                pool.map(_row, range(lo, hi), *([v] * (hi - lo) for v in (width, height, episode_len)))
+                pool.map(_row, range(lo, hi), *([v] * (hi - lo) for v in (width, height, episode_len, cheap)))
             )
             name = f"train-{f:05d}-of-{n_files:05d}.parquet"
             tmp = data / f".{name}.tmp"

@@ -5,7 +5,8 @@ starts children with vfork, and Linux carries the high-water mark of the memory 
 in before exec (the parent's) into the child's account: a 400 MB build started from a 1.7 GB
 pytest process reads as 1.7 GB. So the command runs under a small launcher, `python -c
 LAUNCHER`, which starts it (vfork from a ~10 MB process), waits with wait4 and writes the
-command's ru_maxrss in KB to the file named by its first argument.
+command's ru_maxrss in KB (and its ru_oublock, the 512-byte blocks it wrote to storage) to the
+file named by its first argument.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import os, subprocess, sys
 proc = subprocess.Popen(sys.argv[2:])
 _, status, usage = os.wait4(proc.pid, 0)
 with open(sys.argv[1], "w") as fh:
-    fh.write(str(usage.ru_maxrss))
+    fh.write(f"{usage.ru_maxrss} {usage.ru_oublock}")
 sys.exit(os.waitstatus_to_exitcode(status))
 """
 
@@ -32,6 +33,14 @@ def run_measured(
 ) -> tuple[int, float]:
     """(exit status, peak RSS in MB of `cmd` itself). On timeout the launcher and the command
     are killed (the launcher's process group) and TimeoutExpired is raised."""
+    code, peak_mb, _ = run_measured_io(cmd, cwd, env, out, timeout)
+    return code, peak_mb
+
+
+def run_measured_io(
+    cmd: list[str], cwd: Path, env: dict[str, str], out: IO[bytes] | int | None, timeout: float | None = None
+) -> tuple[int, float, int]:
+    """run_measured, plus the bytes `cmd` (and the children it waited for) wrote to storage."""
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "maxrss"
         launcher = subprocess.Popen(
@@ -48,5 +57,5 @@ def run_measured(
             os.killpg(launcher.pid, 9)
             launcher.wait()
             raise
-        peak_kb = int(report.read_text()) if report.is_file() else 0
-    return code, peak_kb / 1024
+        fields = report.read_text().split() if report.is_file() else ["0", "0"]
+    return code, int(fields[0]) / 1024, int(fields[1]) * 512

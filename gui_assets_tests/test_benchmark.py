@@ -7,12 +7,15 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
-from benchmarks import throughput
-from benchmarks.peak_rss import run_measured
+from benchmarks import codecs, scale, throughput
+from benchmarks.frames import BASE_PAGES, cheap_screenshot
+from benchmarks.peak_rss import run_measured, run_measured_io
+from gui_assets.images import decode_rgb
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -49,3 +52,43 @@ def test_a_commands_peak_rss_is_its_own_not_its_big_parents():
     code, peak = run_measured(big, REPO, dict(os.environ), subprocess.DEVNULL)
     assert code == 0 and 300 <= peak < 400, peak
     del held
+
+
+def test_a_commands_bytes_written_to_storage_are_counted():
+    code = "import os, sys; f = open(sys.argv[1], 'wb'); f.write(os.urandom(40 << 20)); os.fsync(f.fileno())"
+    write = [sys.executable, "-c", code]
+    with tempfile.TemporaryDirectory(dir=REPO) as tmp:
+        code, _, written = run_measured_io(
+            [*write, f"{tmp}/blob"], REPO, dict(os.environ), subprocess.DEVNULL
+        )
+    assert code == 0 and 40 << 20 <= written < 60 << 20, written
+
+
+def test_cheap_frames_are_distinct_and_decode_to_their_size():
+    shots = [cheap_screenshot(i, 640, 360)[0] for i in (0, 1, BASE_PAGES)]  # 0 and BASE_PAGES share a page
+    assert len(set(shots)) == 3
+    assert all(decode_rgb(s).shape == (360, 640, 3) for s in shots)
+
+
+@pytest.mark.slow
+def test_the_scale_benchmark_measures_every_stage_at_two_sizes(tmp_path):
+    results = scale.main(["--steps", "40", "--steps", "80", "--work", str(tmp_path)])
+    for steps in ("40", "80"):
+        run = results["runs"][steps]
+        assert list(run["stages"]) == list(scale.STAGES)
+        shards = run["stages"]["mind2web_shards"]
+        assert (
+            shards["written_bytes"] >= run["shard_bytes"] > 0 and shards["left_bytes"] >= run["shard_bytes"]
+        )
+        assert all(s["peak_rss_mb"] > 50 and s["seconds"] > 0 for s in run["stages"].values())
+    assert set(results["growth"]) == {"ms_per_step", "peak_rss_mb"}
+    assert json.loads((tmp_path / "results-scale.json").read_text())["runs"]["80"]["steps"] == 80
+
+
+def test_the_codec_benchmark_checks_every_codec_round_trips(tmp_path):
+    results = codecs.main(["--frames", "2", "--writer-steps", "4", "--work", str(tmp_path)])
+    seen = {(r["frames"], r["codec"], r["level"]) for r in results["codecs"]}
+    assert ("pages", "libdeflate", 6) in seen and ("screenshots", "isal", 2) in seen
+    base = [r for r in results["codecs"] if (r["codec"], r["level"]) == ("zlib", 4)]
+    assert [r["bytes_vs_zlib4"] for r in base] == [1.0, 1.0]
+    assert [w["codec"] for w in results["writer"]] == ["isal", "libdeflate", "gzip"]

@@ -1,0 +1,240 @@
+"""Scale: one partition at about 4,000 and 40,000 steps, stage by stage, as users run them.
+
+    python -m benchmarks.scale --steps 4000 --steps 40000 [--celery 4000]
+
+For each size, a Mind2Web mirror of that many distinct 1280x1080 steps is generated cheaply
+(`benchmarks.frames.cheap_screenshot`: a few ms a frame, cached under --work), then every stage
+of the chain runs as its own CLI command (`dagster asset materialize -m gui_assets --select
+<stage> --partition train`, with the stage's checks), each measured on its own:
+  - wall seconds and steps/s;
+  - peak RSS of the command itself (benchmarks.peak_rss);
+  - bytes it wrote to storage (its rusage block output) against the bytes it left on disk;
+  - the most disk it held while running (the file system's used blocks, sampled every 0.2 s)
+    against what it left: the temporary disk.
+With --celery N, the N-step build runs once more with GUI_ASSETS_EXECUTOR=celery on two
+Celery workers (Redis broker, as the scale-out deployment) and its shards must equal the
+single-process build's byte for byte. Results go to <work>/results-scale.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.frames import write_mirror
+from benchmarks.peak_rss import run_measured_io
+from benchmarks.throughput import _machine
+
+REPO = Path(__file__).resolve().parent.parent
+STAGES = ("mind2web", "mind2web_episodes", "mind2web_splits", "mind2web_shards", "mind2web_dataset_info")
+EPISODE_LEN = 20
+
+
+class DiskSampler:
+    """The file system's used bytes, sampled on a thread: the peak while a command ran."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.peak = self.used()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def used(self) -> int:
+        st = os.statvfs(self.path)
+        return (st.f_blocks - st.f_bfree) * st.f_frsize
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.2):
+            self.peak = max(self.peak, self.used())
+
+    def __enter__(self) -> DiskSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, self.used())
+
+
+def _du(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.exists() else 0
+
+
+def _env(
+    work: Path, mirror: Path, tag: str, executor: str, extra: dict[str, str] | None = None
+) -> dict[str, str]:
+    out, home = work / f"out-{tag}", work / f"home-{tag}"
+    for p in (out, home):
+        shutil.rmtree(p, ignore_errors=True)
+    home.mkdir(parents=True)
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n", encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GUI_ASSETS_", "DAGSTER_"))}
+    return env | {
+        "GUI_ASSETS_MIRROR": str(mirror),
+        "GUI_ASSETS_OUT": str(out),
+        "GUI_ASSETS_EXECUTOR": executor,
+        "DAGSTER_HOME": str(home),
+        **(extra or {}),
+    }
+
+
+def _materialize(select: str) -> list[str]:
+    return [sys.executable, "-m", "dagster", "asset", "materialize", "-m", "gui_assets",
+            "--select", select, "--partition", "train"]  # fmt: skip
+
+
+def run_stages(work: Path, mirror: Path, steps: int) -> dict[str, Any]:
+    env = _env(work, mirror, str(steps), "in_process")
+    out = Path(env["GUI_ASSETS_OUT"])
+    out.mkdir(parents=True)
+    stages: dict[str, Any] = {}
+    for stage in STAGES:
+        log = work / f"scale-{steps}-{stage}.log"
+        before_bytes = _du(out)
+        with DiskSampler(out) as disk, log.open("wb") as fh:
+            start_used = disk.peak
+            t = time.perf_counter()
+            code, rss, written = run_measured_io(_materialize(stage), REPO, env, fh)
+            seconds = time.perf_counter() - t
+        if code:
+            raise SystemExit(f"{stage} failed at {steps} steps; see {log}")
+        left = _du(out) - before_bytes
+        stages[stage] = {
+            "seconds": round(seconds, 2),
+            "steps_per_s": round(steps / seconds, 1),
+            "ms_per_step": round(1000 * seconds / steps, 3),
+            "peak_rss_mb": round(rss),
+            "written_bytes": written,
+            "left_bytes": left,
+            "temporary_bytes": max(0, disk.peak - start_used - max(left, 0)),
+        }
+        print(
+            f"  {steps} steps, {stage}: {seconds:.1f} s, {rss:.0f} MB, wrote {written / 1e9:.2f} GB",
+            flush=True,
+        )
+    shards = sorted((out / "mind2web_train").glob("mind2web_train_*.hdf5"))
+    total = sum(s["seconds"] for s in stages.values())
+    return {
+        "steps": steps,
+        "stages": stages,
+        "seconds": round(total, 2),
+        "ms_per_step": round(1000 * total / steps, 3),
+        "peak_rss_mb": max(s["peak_rss_mb"] for s in stages.values()),
+        "shard_bytes": sum(p.stat().st_size for p in shards),
+        "shard_sha256": {p.name: _sha256(p) for p in shards},
+        "output_bytes": _du(out),
+    }
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        while block := fh.read(1 << 22):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def run_celery(work: Path, mirror: Path, steps: int, workers: int = 2) -> dict[str, Any]:
+    """The whole chain on `workers` Celery workers (Redis broker): seconds and the shards' sha256."""
+    if shutil.which("redis-server") is None:
+        raise SystemExit("--celery needs redis-server (Debian's redis-server)")
+    port = _free_port()
+    broker = f"redis://127.0.0.1:{port}/0"
+    redis = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", ""],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    conf = work / "celery.yaml"
+    conf.write_text(
+        f'execution:\n  config:\n    broker: "{broker}"\n    backend: "{broker}"\n', encoding="utf-8"
+    )
+    extra = {
+        "GUI_ASSETS_CELERY_BROKER": broker,
+        "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+    }
+    env = _env(work, mirror, f"celery-{steps}", "celery", extra)
+    procs = []
+    try:
+        # The storage schema is made once, before three processes race to make it.
+        subprocess.run([sys.executable, "-m", "dagster", "instance", "migrate"], env=env, check=True,
+                       capture_output=True, timeout=300)  # fmt: skip
+        for i in range(workers):
+            log = (work / f"celery-worker-{i}.log").open("wb")
+            procs.append(subprocess.Popen(
+                ["dagster-celery", "worker", "start", "-A", "dagster_celery.app", "-y", str(conf),
+                 "-n", f"w{i}@%h", "--", "--concurrency=1"],
+                cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            ))  # fmt: skip
+        log = work / f"celery-{steps}.log"
+        t = time.perf_counter()
+        with log.open("wb") as fh:
+            code = subprocess.run(_materialize(",".join(STAGES)), cwd=REPO, env=env,
+                                  stdout=fh, stderr=subprocess.STDOUT).returncode  # fmt: skip
+        seconds = time.perf_counter() - t
+        if code:
+            raise SystemExit(f"the Celery build failed; see {log}")
+    finally:
+        for p in procs:
+            os.killpg(p.pid, signal.SIGTERM)
+        for p in procs:
+            p.wait(timeout=60)
+        redis.terminate()
+        redis.wait()
+    shards = sorted((Path(env["GUI_ASSETS_OUT"]) / "mind2web_train").glob("mind2web_train_*.hdf5"))
+    return {"steps": steps, "workers": workers, "seconds": round(seconds, 2),
+            "shard_sha256": {p.name: _sha256(p) for p in shards}}  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--steps", type=int, action="append", help="partition sizes (default 4000 and 40000)")
+    ap.add_argument("--celery", type=int, default=0, help="also build this size on two Celery workers")
+    ap.add_argument("--work", type=Path, default=Path("/tmp/gui_assets_bench/scale"))
+    args = ap.parse_args(argv)
+    sizes = args.steps or [4000, 40000]
+    work = args.work.resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    result: dict[str, Any] = {"machine": _machine(), "runs": {}}
+    mirrors = {}
+    for steps in sorted(set(sizes) | ({args.celery} if args.celery else set())):
+        t = time.perf_counter()
+        mirrors[steps] = work / f"mirror-{steps}"
+        write_mirror(mirrors[steps], steps, 1280, 1080, EPISODE_LEN, os.cpu_count() or 1, cheap=True)
+        print(f"{steps} frames ready in {time.perf_counter() - t:.0f} s", flush=True)
+    for steps in sizes:
+        result["runs"][str(steps)] = run_stages(work, mirrors[steps], steps)
+        (work / "results-scale.json").write_text(json.dumps(result, indent=1) + "\n")
+    if len(sizes) >= 2:
+        small, large = (result["runs"][str(n)] for n in (min(sizes), max(sizes)))
+        result["growth"] = {
+            "ms_per_step": round(large["ms_per_step"] / small["ms_per_step"] - 1, 4),
+            "peak_rss_mb": round(large["peak_rss_mb"] / small["peak_rss_mb"] - 1, 4),
+        }
+    if args.celery:
+        celery = run_celery(work, mirrors[args.celery], args.celery)
+        single = result["runs"].get(str(args.celery)) or run_stages(work, mirrors[args.celery], args.celery)
+        celery["identical_to_one_process"] = celery["shard_sha256"] == single["shard_sha256"]
+        result["celery"] = celery
+    (work / "results-scale.json").write_text(json.dumps(result, indent=1) + "\n")
+    print(json.dumps({k: v for k, v in result.items() if k != "machine"}, indent=1, default=str)[:6000])
+    return result
+
+
+if __name__ == "__main__":
+    main()
