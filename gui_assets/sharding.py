@@ -174,6 +174,14 @@ def plan_shards(layout: OutLayout, directory: str, config: BuildConfig, parts: d
     return plan
 
 
+def bytes_to_finish(layout: OutLayout, directory: str) -> int:
+    """The shard bytes still to write: the plan's units without a finished folder, at the plan's
+    bytes-per-step estimate."""
+    plan = read_plan(layout, directory)
+    left = [u for u in plan.units if not (unit_dir(layout, directory, u.name) / UNIT_FILE).is_file()]
+    return round(sum(u.steps for u in left) * plan.bytes_per_step_estimate)
+
+
 def read_plan(layout: OutLayout, directory: str) -> ShardPlan:
     return ShardPlan.from_dict(json.loads(_plan_path(layout, directory).read_text(encoding="utf-8")))
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import ast
 import base64
+import hashlib
 import json
+import re
 import subprocess
 import uuid
 from pathlib import Path
@@ -115,6 +117,44 @@ def test_a_full_disk_fails_the_cli_partition_with_that_message(tmp_path, small_d
     assert r.returncode != 0
     assert "is full" in r.stdout + r.stderr and "free space and rerun" in r.stdout + r.stderr
     assert not list((out / "mind2web_train").glob("*.hdf5"))
+
+
+def _files(folder: Path) -> dict[str, str]:
+    return {
+        p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir()) if p.is_file()
+    }
+
+
+def test_a_whole_build_that_outgrows_its_disk_keeps_the_last_build_and_the_rerun_is_identical(
+    tmp_path, small_disk
+):
+    """Upstream doubles (24 -> 48 steps) on a disk that held the first build with room for only part
+    of the second: the build fails naming the folder, the bytes free and the bytes it still needs;
+    the previous shards and dataset_info.json stay as they were; once the disk is grown the rerun
+    writes exactly what a build that never failed writes."""
+    config = BuildConfig(shard_cap_bytes=3_000_000)
+    before, after = tmp_path / "m24", tmp_path / "m48"
+    write_mirror(before, steps=24, width=1280, height=1080, episode_len=6, jobs=2, cheap=True)
+    write_mirror(after, steps=48, width=1280, height=1080, episode_len=6, jobs=2, cheap=True)
+    reference = build_directory(
+        MIND2WEB, "train", tmp_path / "never-failed", RawSettings("mirror", after), config
+    )
+    out = small_disk(24_000_000)  # the first build takes about 16 MB, both together about 32 MB
+    build_directory(MIND2WEB, "train", out, RawSettings("mirror", before), config)
+    published = out / "mind2web_train"
+    first = _files(published)
+    with pytest.raises(DiskFullError) as e:
+        build_directory(MIND2WEB, "train", out, RawSettings("mirror", after), config)
+    message = str(e.value)
+    assert (
+        message.startswith("mind2web_train: ") and "is full (" in message and " bytes free, about " in message
+    )
+    assert re.search(r"about \d+ bytes needed to finish", message), message
+    assert _files(published) == first  # the last build's shards and dataset_info.json, untouched
+    subprocess.run(["mount", "-o", "remount,size=64000000", str(out)], check=True)
+    info = build_directory(MIND2WEB, "train", out, RawSettings("mirror", after), config)
+    assert info.stats["steps"] == reference.stats["steps"] == 48
+    assert _files(published) == _files(tmp_path / "never-failed" / "mind2web_train")
 
 
 def _copy_tree(src: Path, dst: Path) -> None:

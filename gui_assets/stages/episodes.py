@@ -31,6 +31,10 @@ def adapt(
         yield episode
 
 
+def raw_bytes(raw: RawPartition) -> int:
+    return sum(f.size for f in raw.files)
+
+
 def build_episodes(spec: SourceSpec, key: str, layout: OutLayout, config: BuildConfig) -> BuildStats:
     directory = spec.directory(key)
     started = time.perf_counter()
@@ -44,7 +48,10 @@ def build_episodes(spec: SourceSpec, key: str, layout: OutLayout, config: BuildC
         # Upstream pages (parquet pages, archive members) are read whole: mmap'd, so the heap's
         # holes between screenshots never have to fit one (gui_assets.memory).
         with (
-            disk_full_named(f"{directory}: writing the IR", layout.episodes(directory)),
+            # At most the partition's upstream bytes: the screenshots are copied out of them.
+            disk_full_named(
+                f"{directory}: writing the IR", layout.episodes(directory), lambda: raw_bytes(raw)
+            ),
             unmapped_when_freed(PAGE_MMAP),
         ):
             for episode in adapt(spec, raw, store, config, stats):

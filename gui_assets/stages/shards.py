@@ -41,7 +41,11 @@ def write_shard_unit(
 ) -> UnitResult:
     """One unit's pieces; `hash_pieces` where the unit runs apart from the others (sharding)."""
     directory = spec.directory(key)
-    with disk_full_named(f"{directory}: writing shards ({unit})", layout.directory(directory)):
+
+    def needed() -> int:
+        return sharding.bytes_to_finish(layout, directory)
+
+    with disk_full_named(f"{directory}: writing shards ({unit})", layout.directory(directory), needed):
         return sharding.write_unit(layout, directory, spec.name, config, unit, threads, hash_pieces)
 
 
