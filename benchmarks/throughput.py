@@ -181,7 +181,11 @@ def _cli(
     cmd = [sys.executable, "-m", "dagster", "asset", "materialize", "-m", "gui_assets",
            "--select", select, "--partition", "train"]  # fmt: skip
     if frame_codec:
-        build = {"resources": {"build": {"config": {"frame_codec": frame_codec}}}}
+        codec, _, level = frame_codec.partition(":")  # e.g. libdeflate:1
+        knobs: dict[str, Any] = {"frame_codec": codec}
+        if level:
+            knobs[f"{codec}_level"] = int(level)
+        build = {"resources": {"build": {"config": knobs}}}
         cmd += ["--config-json", json.dumps(build)]
     run_env = {
         **env,
@@ -250,7 +254,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--no-chain", action="store_true", help="skip the chain-only run")
     ap.add_argument("--samples", type=int, default=40, help="frames compared between the outputs")
     ap.add_argument(
-        "--frame-codec", choices=FRAME_CODECS, help="the builds' frame_codec (default: the knob's)"
+        "--frame-codec",
+        help=f"the builds' frame_codec, one of {FRAME_CODECS}, with :LEVEL for its level "
+        "(e.g. libdeflate:1); "
+        "default: the knobs' defaults",
     )
     args = ap.parse_args(argv)
     executors = args.executor or ["in_process"]

@@ -39,6 +39,7 @@ from gui_assets.config import BuildConfig, frame_deflater
 from gui_assets.cursor import EYE_SIZE
 from gui_assets.episode_store import STEPS_FILE, ImageStore, iter_episodes, read_episode_table
 from gui_assets.errors import EmptyPartitionError
+from gui_assets.frame_reuse import FrameReuse, file_index, index_file, keep_only
 from gui_assets.images import ImageError, decode_cost, decode_rgb, image_size, window_pixels
 from gui_assets.layout import OutLayout, ShardEntry, shard_name, shard_pattern
 from gui_assets.shard_records import Piece, PlannedUnit, PublishError, ShardManifest, ShardPlan, UnitResult
@@ -209,11 +210,17 @@ def write_unit(
     staging = temp_path(folder)
     shutil.rmtree(staging, ignore_errors=True)
     shown = {e: ts for e, ts in plan.preview_steps.items() if e in wanted}
-    writer = LiberoShardWriter(staging, directory, source, config, preview_steps=shown)
+    reuse = FrameReuse.load(layout, directory, config)
+    writer = LiberoShardWriter(staging, directory, source, config, preview_steps=shown, reuse=reuse)
     episodes = iter_episodes(layout.episodes(directory), only=wanted)
     try:
         writer.write_episodes(episodes, ImageStore(layout.image_store), threads)
         pieces = writer.close()
+        if reuse is not None:
+            reuse.close()
+            log.info(
+                f"{directory} {unit}: {_count(reuse.reused, 'step')} of frames taken from the last build"
+            )
         if hash_pieces:
             for piece, sha in zip(pieces, sha256_files([staging / p.file for p in pieces]), strict=True):
                 piece.sha256 = sha
@@ -223,6 +230,8 @@ def write_unit(
         os.replace(staging, folder)
     except BaseException:
         writer.abort()
+        if reuse is not None:
+            reuse.close()
         raise
     written = _count(writer.stats.episodes_out, "episode")
     log.info(
@@ -269,10 +278,14 @@ def publish_shards(layout: OutLayout, directory: str) -> ShardManifest:
         drawn = picture_file(src)
         if drawn.is_file():  # the preview's pictures of this shard, kept by its content
             pictures.put_file(entry.sha256, drawn)
+        keys = index_file(src)
+        if keys.is_file():  # its steps' frame keys, for the next build's reuse, likewise
+            file_index(layout, directory, entry.sha256, keys)
         if src.is_file():
             os.replace(src, dst)
     _prune(out_dir, directory, {e.file for es in entries.values() for e in es})
     pictures.keep_only({e.sha256 for es in entries.values() for e in es})
+    keep_only(layout, directory, {e.sha256 for es in entries.values() for e in es})
     manifest = ShardManifest(entries[MAIN], entries[VAL], stats, len(results))
     atomic_write_text(layout.shard_manifest(directory), json.dumps(manifest.to_dict(), indent=2) + "\n")
     shutil.rmtree(layout.work(directory) / UNITS_DIR, ignore_errors=True)

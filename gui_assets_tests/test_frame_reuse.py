@@ -1,0 +1,92 @@
+"""Rebuilds cost what changed: a step whose frame bytes would come out the same is copied from the
+last published shards (gui_assets.frame_reuse), and the result is byte for byte what a build from
+scratch writes, for a one-row edit, appended episodes and a codec change (which reuses nothing)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+import shutil
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from benchmarks.frames import write_mirror
+from gui_assets.adapters.mind2web import REPO_ID
+from gui_assets.config import BuildConfig
+from gui_assets.pipeline import RawSettings, build_directory
+from gui_assets.sources import MIND2WEB
+
+CONFIG = BuildConfig(shard_cap_bytes=3_000_000)
+
+
+@pytest.fixture(scope="module")
+def mirrors(tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("mirrors")
+    base = root / "base"
+    write_mirror(base, steps=48, width=1280, height=1080, episode_len=6, jobs=2, cheap=True)
+    edited = root / "edited"
+    shutil.copytree(base, edited)
+    first = sorted((edited / REPO_ID / "data").glob("*.parquet"))[0]
+    table = pq.read_table(first).to_pylist()
+    op = json.loads(table[2]["operation"])
+    assert op["op"] == "TYPE"
+    table[2]["operation"] = json.dumps({**op, "value": "an edited query"})  # one row's typed text
+    pq.write_table(pq.read_table(first).from_pylist(table, schema=pq.read_schema(first)), first)
+    grown = root / "grown"
+    write_mirror(grown, steps=60, width=1280, height=1080, episode_len=6, jobs=2, cheap=True)
+    return {"base": base, "edited": edited, "grown": grown}
+
+
+def _shards(out: Path) -> dict[str, str]:
+    folder = out / "mind2web_train"
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.glob("*.hdf5"))}
+
+
+def _pictures(out: Path) -> dict[str, bytes]:
+    """The preview's pictures the shard writer drew (from inflated chunks, when reused)."""
+    folder = out / "_work/mind2web_train/preview_frames"
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _reused(caplog) -> int:
+    found = [
+        re.search(r"(\d+) steps? of frames taken from the last build", r.getMessage()) for r in caplog.records
+    ]
+    return sum(int(m.group(1)) for m in found if m)
+
+
+@pytest.mark.parametrize("change", ["edited", "grown"])
+def test_a_rebuild_reuses_unchanged_frames_and_writes_what_a_fresh_build_writes(
+    tmp_path, mirrors, change, caplog
+):
+    out = tmp_path / "incremental"
+    build_directory(MIND2WEB, "train", out, RawSettings("mirror", mirrors["base"]), CONFIG)
+    with caplog.at_level(logging.INFO, logger="gui_assets.sharding"):
+        info = build_directory(MIND2WEB, "train", out, RawSettings("mirror", mirrors[change]), CONFIG)
+    fresh = tmp_path / "fresh"
+    build_directory(MIND2WEB, "train", fresh, RawSettings("mirror", mirrors[change]), CONFIG)
+    assert _shards(out) == _shards(fresh)
+    assert _pictures(out) == _pictures(fresh) and _pictures(out)
+    reused = _reused(caplog)
+    # Every step the base build wrote is taken back, but for the preview's picks (always decoded).
+    assert 0.75 * 48 <= reused <= 48 and info.stats["steps"] == (48 if change == "edited" else 60)
+    leftover = {p.stem for p in (out / "_work/mind2web_train/frame_index").glob("*.parquet")}
+    assert leftover == {
+        e["sha256"] for e in json.loads((out / "_work/mind2web_train/shards.json").read_text())["shards"]
+    }
+
+
+def test_a_codec_change_reuses_nothing_and_matches_a_fresh_build(tmp_path, mirrors, caplog):
+    out = tmp_path / "incremental"
+    build_directory(MIND2WEB, "train", out, RawSettings("mirror", mirrors["base"]), CONFIG)
+    other = BuildConfig(shard_cap_bytes=3_000_000, frame_codec="libdeflate", libdeflate_level=1)
+    with caplog.at_level(logging.INFO, logger="gui_assets.sharding"):
+        build_directory(MIND2WEB, "train", out, RawSettings("mirror", mirrors["base"]), other)
+    assert _reused(caplog) == 0
+    fresh = tmp_path / "fresh"
+    build_directory(MIND2WEB, "train", fresh, RawSettings("mirror", mirrors["base"]), other)
+    assert _shards(out) == _shards(fresh)
