@@ -13,7 +13,9 @@ of the chain runs as its own CLI command (`dagster asset materialize -m gui_asse
     against what it left: the temporary disk.
 With --celery N, the N-step build runs once more with GUI_ASSETS_EXECUTOR=celery on two
 Celery workers (Redis broker, as the scale-out deployment) and its shards must equal the
-single-process build's byte for byte. Results go to <work>/results-scale.json.
+single-process build's byte for byte. Each build's output is removed once measured (--keep keeps
+it): 40,000 steps need about 11 GB of mirror and 24 GB of output. Results go to
+<work>/results-scale.json.
 """
 
 from __future__ import annotations
@@ -32,9 +34,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
 from benchmarks.frames import write_mirror
 from benchmarks.peak_rss import run_measured_io
 from benchmarks.throughput import _machine
+from gui_assets.demo.mind2web_mirror import SCHEMA
 
 REPO = Path(__file__).resolve().parent.parent
 STAGES = ("mind2web", "mind2web_episodes", "mind2web_splits", "mind2web_shards", "mind2web_dataset_info")
@@ -95,13 +101,33 @@ def _materialize(select: str) -> list[str]:
             "--select", select, "--partition", "train"]  # fmt: skip
 
 
-def run_stages(work: Path, mirror: Path, steps: int) -> dict[str, Any]:
+def run_stages(work: Path, mirror: Path, steps: int, keep: bool = False) -> dict[str, Any]:
     env = _env(work, mirror, str(steps), "in_process")
     out = Path(env["GUI_ASSETS_OUT"])
     out.mkdir(parents=True)
+    stages = _stage_commands(work, env, out, steps, str(steps))
+    shards = sorted((out / "mind2web_train").glob("mind2web_train_*.hdf5"))
+    total = sum(s["seconds"] for s in stages.values())
+    result = {
+        "steps": steps,
+        "stages": stages,
+        "seconds": round(total, 2),
+        "ms_per_step": round(1000 * total / steps, 3),
+        "peak_rss_mb": max(s["peak_rss_mb"] for s in stages.values()),
+        "shard_bytes": sum(p.stat().st_size for p in shards),
+        "shard_sha256": {p.name: _sha256(p) for p in shards},
+        "output_bytes": _du(out),
+    }
+    if not keep:  # 40,000 steps leave about 24 GB; the next size needs the room
+        shutil.rmtree(out, ignore_errors=True)
+    return result
+
+
+def _stage_commands(work: Path, env: dict[str, str], out: Path, steps: int, tag: str) -> dict[str, Any]:
+    """Each stage of the chain as its own measured CLI command, in order."""
     stages: dict[str, Any] = {}
     for stage in STAGES:
-        log = work / f"scale-{steps}-{stage}.log"
+        log = work / f"scale-{tag}-{stage}.log"
         before_bytes = _du(out)
         with DiskSampler(out) as disk, log.open("wb") as fh:
             start_used = disk.peak
@@ -124,18 +150,76 @@ def run_stages(work: Path, mirror: Path, steps: int) -> dict[str, Any]:
             f"  {steps} steps, {stage}: {seconds:.1f} s, {rss:.0f} MB, wrote {written / 1e9:.2f} GB",
             flush=True,
         )
-    shards = sorted((out / "mind2web_train").glob("mind2web_train_*.hdf5"))
-    total = sum(s["seconds"] for s in stages.values())
-    return {
-        "steps": steps,
-        "stages": stages,
-        "seconds": round(total, 2),
-        "ms_per_step": round(1000 * total / steps, 3),
-        "peak_rss_mb": max(s["peak_rss_mb"] for s in stages.values()),
-        "shard_bytes": sum(p.stat().st_size for p in shards),
-        "shard_sha256": {p.name: _sha256(p) for p in shards},
-        "output_bytes": _du(out),
+    return stages
+
+
+def _shard_hashes(out: Path) -> dict[str, str]:
+    return {p.name: _sha256(p) for p in sorted((out / "mind2web_train").glob("mind2web_train_*.hdf5"))}
+
+
+def _edited_copy(mirror: Path, dest: Path) -> Path:
+    """The mirror with one row's typed text changed (hard links but for the one file rewritten)."""
+    shutil.rmtree(dest, ignore_errors=True)
+    subprocess.run(["cp", "-al", str(mirror), str(dest)], check=True)
+    first = sorted(dest.rglob("train-*.parquet"))[0]
+    table = pq.read_table(first)
+    rows = table.to_pylist()
+    typed = next(i for i, r in enumerate(rows) if json.loads(r["operation"])["op"] == "TYPE")
+    rows[typed]["operation"] = json.dumps(
+        {**json.loads(rows[typed]["operation"]), "value": "an edited query"}
+    )
+    tmp = first.with_name(f".{first.name}.tmp")
+    pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), tmp)
+    os.replace(tmp, first)  # a new file: the original mirror's hard link is untouched
+    return dest
+
+
+def _grown_copy(mirror: Path, dest: Path, steps: int, extra: int) -> Path:
+    """The mirror with `extra` new steps in a new file (whole episodes), as an upstream that grew."""
+    from benchmarks.frames import _row
+
+    shutil.rmtree(dest, ignore_errors=True)
+    subprocess.run(["cp", "-al", str(mirror), str(dest)], check=True)
+    data = next(dest.rglob("data"))
+    rows = [_row(i, 1280, 1080, EPISODE_LEN, True) for i in range(steps, steps + extra)]
+    pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMA), data / "train-99999-of-99999.parquet")
+    return dest
+
+
+def run_rebuilds(work: Path, mirror: Path, steps: int) -> dict[str, Any]:
+    """A build, then the same partition rebuilt after a one-row edit and after 5% more steps,
+    stage by stage; each rebuild's shards are compared with a build of the same data from scratch."""
+    env = _env(work, mirror, f"rebuild-{steps}", "in_process")
+    out = Path(env["GUI_ASSETS_OUT"])
+    out.mkdir(parents=True)
+    first = _stage_commands(work, env, out, steps, f"rebuild-{steps}-first")
+    result: dict[str, Any] = {"steps": steps, "first_shards_seconds": first["mind2web_shards"]["seconds"]}
+    extra = steps // 20 - (steps // 20) % EPISODE_LEN
+    changes = {
+        "one_row_edited": _edited_copy(mirror, work / f"mirror-{steps}-edited"),
+        "grown_5_percent": _grown_copy(mirror, work / f"mirror-{steps}-grown", steps, extra),
     }
+    for name, changed in changes.items():
+        again = _stage_commands(
+            work, env | {"GUI_ASSETS_MIRROR": str(changed)}, out, steps, f"rebuild-{name}"
+        )
+        shards = _shard_hashes(out)
+        scratch_env = _env(work, changed, f"scratch-{name}", "in_process")
+        Path(scratch_env["GUI_ASSETS_OUT"]).mkdir(parents=True)
+        _stage_commands(work, scratch_env, Path(scratch_env["GUI_ASSETS_OUT"]), steps, f"scratch-{name}")
+        seconds = again["mind2web_shards"]["seconds"]
+        result[name] = {
+            "shards_seconds": seconds,
+            "share_of_first": round(seconds / result["first_shards_seconds"], 3),
+            "identical_to_scratch": shards == _shard_hashes(Path(scratch_env["GUI_ASSETS_OUT"])),
+        }
+        if result[name]["identical_to_scratch"]:
+            shutil.rmtree(scratch_env["GUI_ASSETS_OUT"], ignore_errors=True)
+        else:  # kept for a look: the rebuild's shards are copied beside the scratch build
+            shutil.copytree(out / "mind2web_train", work / f"rebuilt-{name}", dirs_exist_ok=True)
+        print(f"  rebuild after {name}: shard stage {seconds:.1f} s, {result[name]}", flush=True)
+    shutil.rmtree(out, ignore_errors=True)
+    return result
 
 
 def _sha256(path: Path) -> str:
@@ -206,6 +290,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--steps", type=int, action="append", help="partition sizes (default 4000 and 40000)")
     ap.add_argument("--celery", type=int, default=0, help="also build this size on two Celery workers")
     ap.add_argument("--work", type=Path, default=Path("/tmp/gui_assets_bench/scale"))
+    ap.add_argument("--keep", action="store_true", help="keep each build's output (removed once measured)")
+    ap.add_argument(
+        "--rebuild", type=int, default=0, help="also rebuild this size after a one-row edit and 5%% growth"
+    )
     args = ap.parse_args(argv)
     sizes = args.steps or [4000, 40000]
     work = args.work.resolve()
@@ -218,7 +306,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         write_mirror(mirrors[steps], steps, 1280, 1080, EPISODE_LEN, os.cpu_count() or 1, cheap=True)
         print(f"{steps} frames ready in {time.perf_counter() - t:.0f} s", flush=True)
     for steps in sizes:
-        result["runs"][str(steps)] = run_stages(work, mirrors[steps], steps)
+        result["runs"][str(steps)] = run_stages(work, mirrors[steps], steps, args.keep)
         (work / "results-scale.json").write_text(json.dumps(result, indent=1) + "\n")
     if len(sizes) >= 2:
         small, large = (result["runs"][str(n)] for n in (min(sizes), max(sizes)))
@@ -226,9 +314,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "ms_per_step": round(large["ms_per_step"] / small["ms_per_step"] - 1, 4),
             "peak_rss_mb": round(large["peak_rss_mb"] / small["peak_rss_mb"] - 1, 4),
         }
+    if args.rebuild:
+        if args.rebuild not in mirrors:
+            mirrors[args.rebuild] = work / f"mirror-{args.rebuild}"
+            write_mirror(
+                mirrors[args.rebuild], args.rebuild, 1280, 1080, EPISODE_LEN, os.cpu_count() or 1, cheap=True
+            )
+        result["rebuild"] = run_rebuilds(work, mirrors[args.rebuild], args.rebuild)
     if args.celery:
         celery = run_celery(work, mirrors[args.celery], args.celery)
-        single = result["runs"].get(str(args.celery)) or run_stages(work, mirrors[args.celery], args.celery)
+        single = result["runs"].get(str(args.celery)) or run_stages(
+            work, mirrors[args.celery], args.celery, args.keep
+        )
         celery["identical_to_one_process"] = celery["shard_sha256"] == single["shard_sha256"]
         result["celery"] = celery
     (work / "results-scale.json").write_text(json.dumps(result, indent=1) + "\n")

@@ -33,6 +33,7 @@ import pyarrow.parquet as pq
 from gui_assets.atomic import temp_path
 from gui_assets.config import DIRECT_CODECS, BuildConfig
 from gui_assets.layout import OutLayout
+from gui_assets.lineage import version_of
 
 log = logging.getLogger(__name__)
 
@@ -40,12 +41,28 @@ INDEX_DIR = "frame_index"
 _SCHEMA = pa.schema([("key", pa.binary(16)), ("demo", pa.string()), ("t", pa.int32())])
 
 
-def frames_version(config: BuildConfig) -> str:
-    """What besides a step's own geometry makes its chunk bytes: the codec, its level, the code."""
-    from gui_assets.lineage import version_of  # parses source: only when a build asks
+def library_versions() -> dict[str, str]:
+    """The libraries whose versions can change output bytes (HDF5's layout, the deflaters, the
+    decoders and the resize): a reused byte must be one a fresh build would write today."""
+    import importlib.metadata as md
 
+    out = {}
+    for name in ("h5py", "isal", "imagecodecs", "pillow", "numpy", "pywuffs"):
+        try:
+            out[name] = md.version(name)
+        except md.PackageNotFoundError:
+            out[name] = ""
+    import h5py
+
+    out["hdf5"] = h5py.version.hdf5_version
+    return out
+
+
+def frames_version(config: BuildConfig) -> str:
+    """What besides a step's own geometry makes its chunk bytes: the codec, its level, the code
+    and the libraries."""
     level = config.isal_level if config.frame_codec == "isal" else config.libdeflate_level
-    return version_of(["gui_assets.writers.frames"], [config.frame_codec, level])
+    return version_of(["gui_assets.writers.frames"], [config.frame_codec, level, library_versions()])
 
 
 def step_key(version: str, sha: str, ext: str, geometry: Sequence[int]) -> bytes:

@@ -115,6 +115,7 @@ class UnitResult:
     part: str
     pieces: list[Piece]
     stats: BuildStats
+    key: str = ""  # unit_reuse.unit_key: what the pieces are a function of
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -122,12 +123,13 @@ class UnitResult:
             "part": self.part,
             "pieces": [p.to_dict() for p in self.pieces],
             "stats": self.stats.to_dict(),
+            "key": self.key,
         }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> UnitResult:
         pieces = [Piece.from_dict(p) for p in d["pieces"]]
-        return cls(d["unit"], d["part"], pieces, BuildStats.from_dict(d["stats"]))
+        return cls(d["unit"], d["part"], pieces, BuildStats.from_dict(d["stats"]), d.get("key", ""))
 
 
 @dataclass(slots=True)

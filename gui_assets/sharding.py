@@ -45,6 +45,7 @@ from gui_assets.layout import OutLayout, ShardEntry, shard_name, shard_pattern
 from gui_assets.shard_records import Piece, PlannedUnit, PublishError, ShardManifest, ShardPlan, UnitResult
 from gui_assets.splits import MAIN, VAL
 from gui_assets.stats import BuildStats
+from gui_assets.unit_reuse import file_results, link_back, unit_key
 from gui_assets.writers.frames import frame_size
 from gui_assets.writers.libero_hdf5 import LiberoShardWriter, picture_file
 from gui_assets.writers.preview_frames import (
@@ -210,6 +211,16 @@ def write_unit(
     staging = temp_path(folder)
     shutil.rmtree(staging, ignore_errors=True)
     shown = {e: ts for e, ts in plan.preview_steps.items() if e in wanted}
+    key = unit_key(layout, directory, source, config, planned, shown)
+    linked = link_back(layout, directory, key, planned, staging)
+    if linked is not None:  # nothing it depends on changed: the published shards are its pieces
+        atomic_write_text(staging / UNIT_FILE, json.dumps(linked.to_dict(), indent=1) + "\n")
+        shutil.rmtree(folder, ignore_errors=True)
+        os.replace(staging, folder)
+        log.info(
+            f"{directory} {unit}: unchanged, {_count(len(linked.pieces), 'published shard')} linked back"
+        )
+        return linked
     reuse = FrameReuse.load(layout, directory, config)
     writer = LiberoShardWriter(staging, directory, source, config, preview_steps=shown, reuse=reuse)
     episodes = iter_episodes(layout.episodes(directory), only=wanted)
@@ -224,7 +235,7 @@ def write_unit(
         if hash_pieces:
             for piece, sha in zip(pieces, sha256_files([staging / p.file for p in pieces]), strict=True):
                 piece.sha256 = sha
-        result = UnitResult(unit, planned.part, pieces, writer.stats)
+        result = UnitResult(unit, planned.part, pieces, writer.stats, key)
         atomic_write_text(staging / UNIT_FILE, json.dumps(result.to_dict(), indent=1) + "\n")
         shutil.rmtree(folder, ignore_errors=True)
         os.replace(staging, folder)
@@ -286,6 +297,7 @@ def publish_shards(layout: OutLayout, directory: str) -> ShardManifest:
     _prune(out_dir, directory, {e.file for es in entries.values() for e in es})
     pictures.keep_only({e.sha256 for es in entries.values() for e in es})
     keep_only(layout, directory, {e.sha256 for es in entries.values() for e in es})
+    file_results(layout, directory, results, {e.sha256 for es in entries.values() for e in es})
     manifest = ShardManifest(entries[MAIN], entries[VAL], stats, len(results))
     atomic_write_text(layout.shard_manifest(directory), json.dumps(manifest.to_dict(), indent=2) + "\n")
     shutil.rmtree(layout.work(directory) / UNITS_DIR, ignore_errors=True)

@@ -90,3 +90,16 @@ def test_a_codec_change_reuses_nothing_and_matches_a_fresh_build(tmp_path, mirro
     fresh = tmp_path / "fresh"
     build_directory(MIND2WEB, "train", fresh, RawSettings("mirror", mirrors["base"]), other)
     assert _shards(out) == _shards(fresh)
+
+
+def test_an_unchanged_rebuild_links_every_unit_back_and_counts_the_same(tmp_path, mirrors, caplog):
+    out = tmp_path / "incremental"
+    first = build_directory(MIND2WEB, "train", out, RawSettings("mirror", mirrors["base"]), CONFIG)
+    before = _shards(out)
+    with caplog.at_level(logging.INFO, logger="gui_assets.sharding"):
+        again = build_directory(MIND2WEB, "train", out, RawSettings("mirror", mirrors["base"]), CONFIG)
+    linked = [r for r in caplog.records if "linked back" in r.getMessage()]
+    assert len(linked) == len(before) and _reused(caplog) == 0  # no frame read, none written
+    assert _shards(out) == before and again.stats == first.stats and again.shards == first.shards
+    # A unit whose episodes changed is written again (the edit changes the revision every demo
+    # records, so here every unit), and still equals a fresh build: the edited test above.

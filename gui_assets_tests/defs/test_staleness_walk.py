@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from gui_assets import unit_reuse
 from gui_assets.adapters import mind2web
 from gui_assets.defs import shard_graph, source_assets
 from gui_assets.defs.resources import GuiAssetsPaths, HubResource
@@ -113,6 +114,10 @@ def edit_writer(mirror: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The shard writer now tags its files differently."""
     monkeypatch.setattr(libero_hdf5, "TAG", "gui-agent-v1-edited")
     _moved_version(shard_graph, "shards", monkeypatch)
+    # An edit on disk also moves the code hash in a shard unit's reuse key (unit_reuse), so the
+    # unit is written again rather than linked back; the monkeypatched edit moves it by hand.
+    original = unit_reuse._code_version
+    monkeypatch.setattr(unit_reuse, "_code_version", lambda: original() + "-edited")
 
 
 EDITS: dict[str, tuple[Callable[[Path, pytest.MonkeyPatch], None], set[str]]] = {
