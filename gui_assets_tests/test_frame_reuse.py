@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
-import re
 import shutil
 from pathlib import Path
 
@@ -15,8 +13,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from benchmarks.frames import write_mirror
+from gui_assets import sharding, unit_reuse
 from gui_assets.adapters.mind2web import REPO_ID
 from gui_assets.config import BuildConfig
+from gui_assets.frame_reuse import FrameReuse
 from gui_assets.pipeline import RawSettings, build_directory
 from gui_assets.sources import MIND2WEB
 
@@ -52,26 +52,40 @@ def _pictures(out: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-def _reused(caplog) -> int:
-    found = [
-        re.search(r"(\d+) steps? of frames taken from the last build", r.getMessage()) for r in caplog.records
-    ]
-    return sum(int(m.group(1)) for m in found if m)
+@pytest.fixture
+def counted(monkeypatch) -> dict[str, int]:
+    """Steps whose chunks were taken back, and units linked back, counted where they happen
+    (not from the log, whose handlers other tests' Dagster runs reconfigure)."""
+    counts = {"steps": 0, "units": 0}
+    chunks = FrameReuse.chunks
+
+    def counting_chunks(self, keys):
+        got = chunks(self, keys)
+        counts["steps"] += len(got) if got is not None else 0
+        return got
+
+    def counting_link_back(*args, **kwargs):
+        got = unit_reuse.link_back(*args, **kwargs)
+        counts["units"] += got is not None
+        return got
+
+    monkeypatch.setattr(FrameReuse, "chunks", counting_chunks)
+    monkeypatch.setattr(sharding, "link_back", counting_link_back)
+    return counts
 
 
 @pytest.mark.parametrize("change", ["edited", "grown"])
 def test_a_rebuild_reuses_unchanged_frames_and_writes_what_a_fresh_build_writes(
-    tmp_path, mirrors, change, caplog
+    tmp_path, mirrors, change, counted
 ):
     out = tmp_path / "incremental"
     build_directory(MIND2WEB, "train", out, RawSettings("mirror", mirrors["base"]), CONFIG)
-    with caplog.at_level(logging.INFO, logger="gui_assets.sharding"):
-        info = build_directory(MIND2WEB, "train", out, RawSettings("mirror", mirrors[change]), CONFIG)
+    info = build_directory(MIND2WEB, "train", out, RawSettings("mirror", mirrors[change]), CONFIG)
     fresh = tmp_path / "fresh"
     build_directory(MIND2WEB, "train", fresh, RawSettings("mirror", mirrors[change]), CONFIG)
     assert _shards(out) == _shards(fresh)
     assert _pictures(out) == _pictures(fresh) and _pictures(out)
-    reused = _reused(caplog)
+    reused = counted["steps"]
     # Every step the base build wrote is taken back, but for the preview's picks (always decoded).
     assert 0.75 * 48 <= reused <= 48 and info.stats["steps"] == (48 if change == "edited" else 60)
     leftover = {p.stem for p in (out / "_work/mind2web_train/frame_index").glob("*.parquet")}
@@ -80,26 +94,23 @@ def test_a_rebuild_reuses_unchanged_frames_and_writes_what_a_fresh_build_writes(
     }
 
 
-def test_a_codec_change_reuses_nothing_and_matches_a_fresh_build(tmp_path, mirrors, caplog):
+def test_a_codec_change_reuses_nothing_and_matches_a_fresh_build(tmp_path, mirrors, counted):
     out = tmp_path / "incremental"
     build_directory(MIND2WEB, "train", out, RawSettings("mirror", mirrors["base"]), CONFIG)
     other = BuildConfig(shard_cap_bytes=3_000_000, frame_codec="libdeflate", libdeflate_level=1)
-    with caplog.at_level(logging.INFO, logger="gui_assets.sharding"):
-        build_directory(MIND2WEB, "train", out, RawSettings("mirror", mirrors["base"]), other)
-    assert _reused(caplog) == 0
+    build_directory(MIND2WEB, "train", out, RawSettings("mirror", mirrors["base"]), other)
+    assert counted == {"steps": 0, "units": 0}
     fresh = tmp_path / "fresh"
     build_directory(MIND2WEB, "train", fresh, RawSettings("mirror", mirrors["base"]), other)
     assert _shards(out) == _shards(fresh)
 
 
-def test_an_unchanged_rebuild_links_every_unit_back_and_counts_the_same(tmp_path, mirrors, caplog):
+def test_an_unchanged_rebuild_links_every_unit_back_and_counts_the_same(tmp_path, mirrors, counted):
     out = tmp_path / "incremental"
     first = build_directory(MIND2WEB, "train", out, RawSettings("mirror", mirrors["base"]), CONFIG)
     before = _shards(out)
-    with caplog.at_level(logging.INFO, logger="gui_assets.sharding"):
-        again = build_directory(MIND2WEB, "train", out, RawSettings("mirror", mirrors["base"]), CONFIG)
-    linked = [r for r in caplog.records if "linked back" in r.getMessage()]
-    assert len(linked) == len(before) and _reused(caplog) == 0  # no frame read, none written
+    again = build_directory(MIND2WEB, "train", out, RawSettings("mirror", mirrors["base"]), CONFIG)
+    assert counted == {"steps": 0, "units": len(before)}  # every unit linked back, no frame read
     assert _shards(out) == before and again.stats == first.stats and again.shards == first.shards
     # A unit whose episodes changed is written again (the edit changes the revision every demo
     # records, so here every unit), and still equals a fresh build: the edited test above.
