@@ -35,7 +35,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from gui_assets.atomic import atomic_write_text, sha256_files, sweep_temps, temp_path
-from gui_assets.config import BuildConfig, frame_deflater
+from gui_assets.config import DIRECT_CODECS, BuildConfig, frame_deflater
 from gui_assets.cursor import EYE_SIZE
 from gui_assets.episode_store import STEPS_FILE, ImageStore, iter_episodes, read_episode_table
 from gui_assets.errors import EmptyPartitionError
@@ -212,7 +212,16 @@ def write_unit(
     shutil.rmtree(staging, ignore_errors=True)
     shown = {e: ts for e, ts in plan.preview_steps.items() if e in wanted}
     key = unit_key(layout, directory, source, config, planned, shown)
-    linked = link_back(layout, directory, key, planned, staging)
+    has_pictures = any(shown.values())
+    linked = link_back(
+        layout,
+        directory,
+        key,
+        planned,
+        staging,
+        pictures=has_pictures,
+        frames=config.frame_codec in DIRECT_CODECS,
+    )
     if linked is not None:  # nothing it depends on changed: the published shards are its pieces
         atomic_write_text(staging / UNIT_FILE, json.dumps(linked.to_dict(), indent=1) + "\n")
         shutil.rmtree(folder, ignore_errors=True)

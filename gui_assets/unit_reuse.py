@@ -25,11 +25,12 @@ from typing import Any
 from gui_assets.atomic import atomic_write_text
 from gui_assets.config import BuildConfig
 from gui_assets.episode_store import read_episode_table
-from gui_assets.frame_reuse import library_versions
+from gui_assets.frame_reuse import index_dir, library_versions
 from gui_assets.layout import OutLayout
 from gui_assets.lineage import version_of
 from gui_assets.shard_records import Piece, PlannedUnit, UnitResult
 from gui_assets.stats import BuildStats
+from gui_assets.writers.preview_frames import PictureCache, frames_dir
 
 INDEX_DIR = "unit_index"
 
@@ -74,10 +75,27 @@ def _published_by_sha(layout: OutLayout, directory: str) -> dict[str, Path]:
     return {e["sha256"]: out_dir / e["file"] for e in entries if (out_dir / e["file"]).is_file()}
 
 
+def _sidecars_kept(layout: OutLayout, directory: str, sha: str, pictures: bool, frames: bool) -> bool:
+    """What the writer leaves beside a shard is still there: the preview's pictures of its
+    candidate steps and its steps' frame keys (publish files both by the shard's sha256)."""
+    if pictures and not PictureCache(frames_dir(layout.work(directory))).path(sha).is_file():
+        return False
+    return not frames or (index_dir(layout, directory) / f"{sha}.parquet").is_file()
+
+
 def link_back(
-    layout: OutLayout, directory: str, key: str, planned: PlannedUnit, staging: Path
+    layout: OutLayout,
+    directory: str,
+    key: str,
+    planned: PlannedUnit,
+    staging: Path,
+    *,
+    pictures: bool,
+    frames: bool,
 ) -> UnitResult | None:
-    """The unit's result with its pieces linked into `staging`, or None if it must be written."""
+    """The unit's result with its pieces linked into `staging`, or None if it must be written
+    (`pictures`: the unit has preview candidates, whose pictures must still be cached; `frames`:
+    the codec files frame keys, which must still be there)."""
     try:
         recorded = json.loads((_index(layout, directory) / f"{key}.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -87,6 +105,8 @@ def link_back(
     sources = [published.get(p.sha256 or "") for p in pieces]
     pairs = list(zip(sources, pieces, strict=True))
     if not pieces or any(src is None or src.stat().st_size != p.bytes for src, p in pairs):
+        return None
+    if not all(_sidecars_kept(layout, directory, p.sha256 or "", pictures, frames) for p in pieces):
         return None
     staging.mkdir(parents=True, exist_ok=True)
     for i, (src, piece) in enumerate(pairs):
