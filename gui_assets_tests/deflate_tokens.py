@@ -16,28 +16,21 @@ Token = tuple[str, int, int, int]  # ("lit", position, byte, 0) | ("match", posi
 _CODE_ORDER = (16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15)
 
 
-def _dist_table() -> tuple[tuple[int, ...], tuple[int, ...]]:
-    base, extra, value = [], [], 1
-    for code in range(30):
-        bits = max(0, code // 2 - 1)
+def _code_table(count: int, first: int, per_width: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Base values and extra-bit widths of deflate's length or distance codes: the first
+    2 * per_width codes take no extra bits, then each width serves per_width codes."""
+    base, extra, value = [], [], first
+    for code in range(count):
+        bits = max(0, code // per_width - 1)
         base.append(value)
         extra.append(bits)
         value += 1 << bits
     return tuple(base), tuple(extra)
 
 
-def _length_table() -> tuple[tuple[int, ...], tuple[int, ...]]:
-    base, extra, value = [], [], 3
-    for code in range(28):
-        bits = max(0, code // 4 - 1)
-        base.append(value)
-        extra.append(bits)
-        value += 1 << bits
-    return (*base, 258), (*extra, 0)  # symbol 285 is 258 itself
-
-
-_DIST_BASE, _DIST_EXTRA = _dist_table()
-_LEN_BASE, _LEN_EXTRA = _length_table()
+_DIST_BASE, _DIST_EXTRA = _code_table(30, 1, 2)
+_LEN_BASE, _LEN_EXTRA = _code_table(28, 3, 4)
+_LEN_BASE, _LEN_EXTRA = (*_LEN_BASE, 258), (*_LEN_EXTRA, 0)  # symbol 285 is 258 itself
 
 
 class _Bits:
