@@ -122,10 +122,14 @@ def tokens(zlib_stream: bytes) -> Iterator[Token]:
 def first_difference(a: bytes, b: bytes) -> str:
     """The first token where two zlib streams differ, and the token both had before it."""
     previous: Token | None = None
-    for ta, tb in zip(tokens(a), tokens(b), strict=False):
-        if ta != tb:
-            return (
-                f"first differing token at inflated byte {min(ta[1], tb[1])}: {ta} vs {tb} (after {previous})"
-            )
-        previous = ta
+    try:
+        for ta, tb in zip(tokens(a), tokens(b), strict=False):
+            if ta != tb:
+                return (
+                    f"first differing token at inflated byte {min(ta[1], tb[1])}: {ta} vs {tb} "
+                    f"(after {previous})"
+                )
+            previous = ta
+    except (ValueError, IndexError) as e:  # a chunk that is not a whole deflate stream
+        return f"not comparable as deflate streams after {previous}: {type(e).__name__}: {e}"
     return "the streams' tokens agree (they differ in block framing or the trailer)"

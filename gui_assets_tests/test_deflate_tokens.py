@@ -46,5 +46,13 @@ def test_the_first_differing_decision_is_named_with_its_position():
     # Both streams agree on every token before that byte, and both still inflate to the data.
     before_fast = [t for t in tokens(fast) if t[1] < position]
     assert before_fast == [t for t in tokens(best) if t[1] < position]
+    assert _inflate(fast) == _inflate(best) == data
     assert "match" in said
     assert first_difference(fast, fast).startswith("the streams' tokens agree")
+
+
+def test_bytes_that_are_not_a_deflate_stream_are_said_so_not_raised():
+    data = _page()
+    stream = zlib.compress(data, 6)
+    said = first_difference(stream, stream[: len(stream) // 2])
+    assert said.startswith("not comparable as deflate streams after ("), said

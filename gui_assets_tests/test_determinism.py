@@ -74,9 +74,9 @@ def _hdf5_difference(a: Path, b: Path) -> str:
                 if oa.chunks and oa.shape == ob.shape:
                     for i in range(oa.id.get_num_chunks()):
                         ca, cb = oa.id.get_chunk_info(i), ob.id.get_chunk_info(i)
-                        _, chunk_a = oa.id.read_direct_chunk(ca.chunk_offset)
-                        _, chunk_b = ob.id.read_direct_chunk(cb.chunk_offset)
-                        if chunk_a != chunk_b:
+                        mask_a, chunk_a = oa.id.read_direct_chunk(ca.chunk_offset)
+                        mask_b, chunk_b = ob.id.read_direct_chunk(cb.chunk_offset)
+                        if (mask_a, chunk_a) != (mask_b, chunk_b):
                             notes.append(
                                 f"{name}: stored chunk {ca.chunk_offset} bytes differ "
                                 f"({len(chunk_a)} vs {len(chunk_b)}); {first_difference(chunk_a, chunk_b)}"
