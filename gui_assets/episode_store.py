@@ -47,6 +47,7 @@ EPISODE_SCHEMA = pa.schema(
         ("source_ref", pa.string()),  # JSON, see GuiEpisode.source_ref_json
         ("content_hash", pa.string()),
         ("record_hash", pa.string()),  # everything stored of the episode (record_hash below)
+        ("unrevised_hash", pa.string()),  # the same but for the upstream revision (unrevised_hash)
     ]
 )
 
@@ -196,6 +197,16 @@ def record_hash(episode_row: dict[str, Any], step_rows: list[dict[str, Any]]) ->
     return h.hexdigest()
 
 
+def unrevised_hash(episode_row: dict[str, Any], step_rows: list[dict[str, Any]]) -> str:
+    """`record_hash` with the upstream revision left out. Two episodes with equal unrevised
+    hashes are written to the same shard bytes but for the revision inside `source_ref`
+    (gui_assets.revision_patch relies on it)."""
+    ref = json.loads(episode_row["source_ref"])
+    ref["revision"] = ""
+    row = {**episode_row, "source_ref": json.dumps(ref, sort_keys=True, ensure_ascii=False)}
+    return record_hash(row, [{**s, "ref_revision": ""} for s in step_rows])
+
+
 def _step_row(episode_id: str, index: int, s: GuiStep) -> dict[str, Any]:
     o = s.observation
     return {
@@ -257,7 +268,7 @@ class EpisodeWriter:
             "content_hash": episode_content_hash(episode),
         }
         steps = [_step_row(episode.episode_id, i, s) for i, s in enumerate(episode.steps)]
-        row["record_hash"] = record_hash(row, steps)
+        row["record_hash"], row["unrevised_hash"] = record_hash(row, steps), unrevised_hash(row, steps)
         self._episode_rows.append(row)
         self._step_rows.extend(steps)
         # Both tables flush together, so the window is one row group of steps (or of episodes,

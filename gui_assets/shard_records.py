@@ -107,6 +107,12 @@ class Piece:
         return ShardEntry(name, self.demos, self.steps, self.bytes, self.sha256, self.frame_hw)
 
 
+# How a unit came by its pieces (UnitResult.how).
+WRITTEN = "written"  # written by the shard writer (some frames may be taken from the last build)
+LINKED = "linked"  # nothing it depends on changed: the published shards linked back
+REVISED = "revised"  # only the upstream revision changed: the published shards copied with the new one
+
+
 @dataclass(slots=True)
 class UnitResult:
     """What one unit wrote: its pieces (named piece_NNNN until published) and their statistics."""
@@ -115,7 +121,12 @@ class UnitResult:
     part: str
     pieces: list[Piece]
     stats: BuildStats
-    key: str = ""  # unit_reuse.unit_key: what the pieces are a function of
+    key: str = ""  # unit_reuse.UnitKeys.exact: what the pieces are a function of
+    unrevised_key: str = ""  # the same with the upstream revision left out
+    revision: str | None = None  # the one upstream revision its demos record
+    how: str = WRITTEN
+    bytes_written: int = 0
+    frames_reused: int = 0  # steps whose chunks the writer took from the last build
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -124,12 +135,39 @@ class UnitResult:
             "pieces": [p.to_dict() for p in self.pieces],
             "stats": self.stats.to_dict(),
             "key": self.key,
+            "unrevised_key": self.unrevised_key,
+            "revision": self.revision,
+            "how": self.how,
+            "bytes_written": self.bytes_written,
+            "frames_reused": self.frames_reused,
         }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> UnitResult:
         pieces = [Piece.from_dict(p) for p in d["pieces"]]
-        return cls(d["unit"], d["part"], pieces, BuildStats.from_dict(d["stats"]), d.get("key", ""))
+        return cls(
+            d["unit"],
+            d["part"],
+            pieces,
+            BuildStats.from_dict(d["stats"]),
+            d.get("key", ""),
+            d.get("unrevised_key", ""),
+            d.get("revision"),
+            d.get("how", WRITTEN),
+            d.get("bytes_written", 0),
+            d.get("frames_reused", 0),
+        )
+
+
+def reuse_summary(results: list[UnitResult]) -> dict[str, int]:
+    """What a build of a directory wrote and what it took from the last one."""
+    return {
+        "units_written": sum(r.how == WRITTEN for r in results),
+        "units_linked": sum(r.how == LINKED for r in results),
+        "units_revised": sum(r.how == REVISED for r in results),
+        "steps_with_frames_reused": sum(r.frames_reused for r in results),
+        "bytes_written": sum(r.bytes_written for r in results),
+    }
 
 
 @dataclass(slots=True)
@@ -140,6 +178,7 @@ class ShardManifest:
     val_shards: list[ShardEntry]
     stats: BuildStats
     units: int = 0
+    reuse: dict[str, int] = field(default_factory=dict)  # reuse_summary of the build that published
 
     @property
     def all_shards(self) -> list[ShardEntry]:
@@ -151,6 +190,7 @@ class ShardManifest:
             "val_shards": [e.to_dict() for e in self.val_shards],
             "stats": self.stats.to_dict(),
             "units": self.units,
+            "reuse": self.reuse,
         }
 
     @classmethod
@@ -160,6 +200,7 @@ class ShardManifest:
             [ShardEntry(**e) for e in d["val_shards"]],
             BuildStats.from_dict(d["stats"]),
             d.get("units", 0),
+            dict(d.get("reuse", {})),
         )
 
     @classmethod

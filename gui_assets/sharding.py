@@ -42,10 +42,20 @@ from gui_assets.errors import EmptyPartitionError
 from gui_assets.frame_reuse import FrameReuse, file_index, index_file, keep_only
 from gui_assets.images import ImageError, decode_cost, decode_rgb, image_size, window_pixels
 from gui_assets.layout import OutLayout, ShardEntry, shard_name, shard_pattern
-from gui_assets.shard_records import Piece, PlannedUnit, PublishError, ShardManifest, ShardPlan, UnitResult
+from gui_assets.shard_records import (
+    LINKED,
+    REVISED,
+    Piece,
+    PlannedUnit,
+    PublishError,
+    ShardManifest,
+    ShardPlan,
+    UnitResult,
+    reuse_summary,
+)
 from gui_assets.splits import MAIN, VAL
 from gui_assets.stats import BuildStats
-from gui_assets.unit_reuse import file_results, link_back, unit_key
+from gui_assets.unit_reuse import UnitKeys, file_results, link_back, revise_back, unit_keys
 from gui_assets.writers.frames import frame_size
 from gui_assets.writers.libero_hdf5 import LiberoShardWriter, picture_file
 from gui_assets.writers.preview_frames import (
@@ -211,54 +221,64 @@ def write_unit(
     staging = temp_path(folder)
     shutil.rmtree(staging, ignore_errors=True)
     shown = {e: ts for e, ts in plan.preview_steps.items() if e in wanted}
-    key = unit_key(layout, directory, source, config, planned, shown)
-    has_pictures = any(shown.values())
-    linked = link_back(
-        layout,
-        directory,
-        key,
-        planned,
-        staging,
-        pictures=has_pictures,
-        frames=config.frame_codec in DIRECT_CODECS,
+    keys = unit_keys(layout, directory, source, config, planned, shown)
+    sidecars = {"pictures": any(shown.values()), "frames": config.frame_codec in DIRECT_CODECS}
+    result = link_back(layout, directory, keys, planned, staging, **sidecars) or revise_back(
+        layout, directory, keys, planned, staging, **sidecars
     )
-    if linked is not None:  # nothing it depends on changed: the published shards are its pieces
-        atomic_write_text(staging / UNIT_FILE, json.dumps(linked.to_dict(), indent=1) + "\n")
-        shutil.rmtree(folder, ignore_errors=True)
-        os.replace(staging, folder)
-        log.info(
-            f"{directory} {unit}: unchanged, {_count(len(linked.pieces), 'published shard')} linked back"
-        )
-        return linked
+    if result is None:
+        result = _write_pieces(layout, directory, source, config, planned, keys, shown, staging, threads)
+    if hash_pieces:
+        todo = [p for p in result.pieces if p.sha256 is None]
+        for piece, sha in zip(todo, sha256_files([staging / p.file for p in todo]), strict=True):
+            piece.sha256 = sha
+    atomic_write_text(staging / UNIT_FILE, json.dumps(result.to_dict(), indent=1) + "\n")
+    shutil.rmtree(folder, ignore_errors=True)
+    os.replace(staging, folder)
+    shards = _count(len(result.pieces), "published shard")
+    took = f"({time.perf_counter() - started:.1f} s)"
+    if result.how == LINKED:
+        log.info(f"{directory} {unit}: unchanged, {shards} linked back {took}")
+    elif result.how == REVISED:
+        log.info(f"{directory} {unit}: only the upstream revision changed, {shards} copied with it {took}")
+    else:
+        pieces = _count(len(result.pieces), "piece")
+        written = f"{_count(result.stats.episodes_out, 'episode')}, {result.bytes_written / 1e6:.1f} MB"
+        log.info(f"{directory} {unit}: {pieces} of {written} {took}")
+    return result
+
+
+def _write_pieces(
+    layout: OutLayout,
+    directory: str,
+    source: str,
+    config: BuildConfig,
+    planned: PlannedUnit,
+    keys: UnitKeys,
+    shown: dict[str, list[int]],
+    staging: Path,
+    threads: int | None,
+) -> UnitResult:
+    """The unit written by the shard writer, taking back the frames of unchanged steps."""
     reuse = FrameReuse.load(layout, directory, config)
     writer = LiberoShardWriter(staging, directory, source, config, preview_steps=shown, reuse=reuse)
-    episodes = iter_episodes(layout.episodes(directory), only=wanted)
+    episodes = iter_episodes(layout.episodes(directory), only=set(planned.episodes))
     try:
         writer.write_episodes(episodes, ImageStore(layout.image_store), threads)
         pieces = writer.close()
-        if reuse is not None:
-            reuse.close()
-            log.info(
-                f"{directory} {unit}: {_count(reuse.reused, 'step')} of frames taken from the last build"
-            )
-        if hash_pieces:
-            for piece, sha in zip(pieces, sha256_files([staging / p.file for p in pieces]), strict=True):
-                piece.sha256 = sha
-        result = UnitResult(unit, planned.part, pieces, writer.stats, key)
-        atomic_write_text(staging / UNIT_FILE, json.dumps(result.to_dict(), indent=1) + "\n")
-        shutil.rmtree(folder, ignore_errors=True)
-        os.replace(staging, folder)
     except BaseException:
         writer.abort()
+        raise
+    finally:
         if reuse is not None:
             reuse.close()
-        raise
-    written = _count(writer.stats.episodes_out, "episode")
-    log.info(
-        f"{directory} {unit}: {_count(len(pieces), 'piece')} of {written}, "
-        f"{sum(p.bytes for p in pieces) / 1e6:.1f} MB ({time.perf_counter() - started:.1f} s)"
-    )
-    return result
+    reused = 0 if reuse is None else reuse.reused
+    if reuse is not None:
+        log.info(f"{directory} {planned.name}: {_count(reused, 'step')} of frames taken from the last build")
+    return UnitResult(
+        planned.name, planned.part, pieces, writer.stats, keys.exact, keys.unrevised, keys.revision,
+        bytes_written=sum(p.bytes for p in pieces), frames_reused=reused,
+    )  # fmt: skip
 
 
 def _unit_results(layout: OutLayout, directory: str, plan: ShardPlan) -> list[UnitResult]:
@@ -307,12 +327,13 @@ def publish_shards(layout: OutLayout, directory: str) -> ShardManifest:
     pictures.keep_only({e.sha256 for es in entries.values() for e in es})
     keep_only(layout, directory, {e.sha256 for es in entries.values() for e in es})
     file_results(layout, directory, results, {e.sha256 for es in entries.values() for e in es})
-    manifest = ShardManifest(entries[MAIN], entries[VAL], stats, len(results))
+    manifest = ShardManifest(entries[MAIN], entries[VAL], stats, len(results), reuse_summary(results))
     atomic_write_text(layout.shard_manifest(directory), json.dumps(manifest.to_dict(), indent=2) + "\n")
     shutil.rmtree(layout.work(directory) / UNITS_DIR, ignore_errors=True)
     log.info(
         f"{directory}: published {_count(len(entries[MAIN]), 'shard')} (+{len(entries[VAL])} val) from "
-        f"{_count(len(results), 'unit')}, {sum(e.bytes for es in entries.values() for e in es) / 1e6:.1f} MB"
+        f"{_count(len(results), 'unit')}, {sum(e.bytes for es in entries.values() for e in es) / 1e6:.1f} MB "
+        f"({', '.join(f'{k} {v}' for k, v in manifest.reuse.items())})"
     )
     return manifest
 

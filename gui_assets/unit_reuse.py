@@ -8,57 +8,95 @@ build config, the directory and source, and the writer's code (the import closur
 pieces' sha256 and its statistics) under that key in `<work>/unit_index/`; the next build's unit
 with the same key hard-links the published shards of those hashes into its staging folder (a
 copy across file systems) and reports the same result, so publish writes what a fresh build
-writes without reading or writing a frame. A one-row edit rewrites the unit holding that row;
-the others cost a link each. Units that do change still take their unchanged steps' frames back
-(`frame_reuse`).
+writes without reading or writing a frame.
+
+Every demo records the partition's upstream revision, so an upstream change moves every unit's
+key. A unit whose episodes differ from a published unit's only by that revision (the same
+`unrevised` key: episodes by their `unrevised_hash`) is copied from the published shards with
+the new revision put in place (`revision_patch`), one sequential read and write per shard. So a
+one-row edit rewrites the unit holding that row, and the others cost a copy each. Units that do
+change still take their unchanged steps' frames back (`frame_reuse`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from gui_assets.atomic import atomic_write_text
 from gui_assets.config import BuildConfig
 from gui_assets.episode_store import read_episode_table
-from gui_assets.frame_reuse import index_dir, library_versions
+from gui_assets.frame_reuse import index_dir, index_file, library_versions
 from gui_assets.layout import OutLayout
 from gui_assets.lineage import version_of
-from gui_assets.shard_records import Piece, PlannedUnit, UnitResult
+from gui_assets.revision_patch import RevisionPatchError, copy_revised
+from gui_assets.shard_records import LINKED, REVISED, Piece, PlannedUnit, UnitResult
 from gui_assets.stats import BuildStats
+from gui_assets.writers.libero_hdf5 import picture_file
 from gui_assets.writers.preview_frames import PictureCache, frames_dir
 
 INDEX_DIR = "unit_index"
+UNREVISED_DIR = "unrevised"  # <unrevised key>.json -> {"key": the exact key of a filed result}
+
+log = logging.getLogger(__name__)
 
 
 def _code_version() -> str:
     return version_of(["gui_assets.sharding"], library_versions())
 
 
-def unit_key(
+@dataclass(frozen=True, slots=True)
+class UnitKeys:
+    exact: str  # everything the unit's pieces are a function of
+    unrevised: str  # the same with the upstream revision left out ("" for an IR without it)
+    revision: str | None  # the one upstream revision the unit's demos record (None: several)
+
+
+def unit_keys(
     layout: OutLayout,
     directory: str,
     source: str,
     config: BuildConfig,
     planned: PlannedUnit,
     shown: dict[str, list[int]],
-) -> str:
-    table = read_episode_table(layout.episodes(directory)).select(["episode_id", "record_hash"]).to_pydict()
-    hashes = dict(zip(table["episode_id"], table["record_hash"], strict=True))
+) -> UnitKeys:
+    table = read_episode_table(layout.episodes(directory))
+    ids = table.column("episode_id").to_pylist()
+    wanted = set(planned.episodes)
+    rows = [i for i, e in enumerate(ids) if e in wanted]
+    exact = dict(zip((ids[i] for i in rows), table.column("record_hash").take(rows).to_pylist(), strict=True))
+    unrevised: dict[str, str] = {}
+    if "unrevised_hash" in table.column_names:
+        hashes = table.column("unrevised_hash").take(rows).to_pylist()
+        unrevised = dict(zip((ids[i] for i in rows), hashes, strict=True))
+    refs = table.column("source_ref").take(rows).to_pylist()
+    revisions = {json.loads(r).get("revision") for r in refs}
     record = {
         "code": _code_version(),
         "config": config.to_dict(),
         "directory": directory,
         "source": source,
         "part": planned.part,
-        "episodes": [[e, hashes.get(e)] for e in planned.episodes],
         "shown": {e: sorted(ts) for e, ts in sorted(shown.items())},
     }
-    return hashlib.sha256(json.dumps(record, sort_keys=True, default=str).encode()).hexdigest()
+
+    def key(hashes: dict[str, str]) -> str:
+        episodes = [[e, hashes.get(e)] for e in planned.episodes]
+        return hashlib.sha256(
+            json.dumps({**record, "episodes": episodes}, sort_keys=True, default=str).encode()
+        ).hexdigest()
+
+    return UnitKeys(
+        key(exact),
+        key(unrevised) if unrevised else "",
+        revisions.pop() if len(revisions) == 1 else None,
+    )
 
 
 def _index(layout: OutLayout, directory: str) -> Path:
@@ -83,10 +121,32 @@ def _sidecars_kept(layout: OutLayout, directory: str, sha: str, pictures: bool, 
     return not frames or (index_dir(layout, directory) / f"{sha}.parquet").is_file()
 
 
+def _filed(layout: OutLayout, directory: str, key: str) -> dict[str, Any] | None:
+    try:
+        return dict(json.loads((_index(layout, directory) / f"{key}.json").read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        return None
+
+
+def _published_pieces(
+    layout: OutLayout, directory: str, recorded: dict[str, Any], pictures: bool, frames: bool
+) -> list[tuple[Path, Piece]] | None:
+    """A filed result's pieces with the published shard of each, if all are still there as they
+    were, with what the writer leaves beside them."""
+    published = _published_by_sha(layout, directory)
+    pieces = [Piece.from_dict(p) for p in recorded["pieces"]]
+    pairs = [(published.get(p.sha256 or ""), p) for p in pieces]
+    if not pieces or any(src is None or src.stat().st_size != p.bytes for src, p in pairs):
+        return None
+    if not all(_sidecars_kept(layout, directory, p.sha256 or "", pictures, frames) for p in pieces):
+        return None
+    return pairs  # type: ignore[return-value]
+
+
 def link_back(
     layout: OutLayout,
     directory: str,
-    key: str,
+    keys: UnitKeys,
     planned: PlannedUnit,
     staging: Path,
     *,
@@ -96,37 +156,104 @@ def link_back(
     """The unit's result with its pieces linked into `staging`, or None if it must be written
     (`pictures`: the unit has preview candidates, whose pictures must still be cached; `frames`:
     the codec files frame keys, which must still be there)."""
-    try:
-        recorded = json.loads((_index(layout, directory) / f"{key}.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    published = _published_by_sha(layout, directory)
-    pieces = [Piece.from_dict(p) for p in recorded["pieces"]]
-    sources = [published.get(p.sha256 or "") for p in pieces]
-    pairs = list(zip(sources, pieces, strict=True))
-    if not pieces or any(src is None or src.stat().st_size != p.bytes for src, p in pairs):
-        return None
-    if not all(_sidecars_kept(layout, directory, p.sha256 or "", pictures, frames) for p in pieces):
+    recorded = _filed(layout, directory, keys.exact)
+    pairs = None if recorded is None else _published_pieces(layout, directory, recorded, pictures, frames)
+    if recorded is None or pairs is None:
         return None
     staging.mkdir(parents=True, exist_ok=True)
     for i, (src, piece) in enumerate(pairs):
         piece.file = f"piece_{i:04d}.hdf5"
-        dst = staging / piece.file
-        try:
-            os.link(src, dst)  # type: ignore[arg-type]
-        except OSError:  # another file system: a copy (shards are never written in place)
-            shutil.copyfile(src, dst)  # type: ignore[arg-type]
-    return UnitResult(planned.name, planned.part, pieces, BuildStats.from_dict(recorded["stats"]), key)
+        _link(src, staging / piece.file)
+    stats = BuildStats.from_dict(recorded["stats"])
+    return UnitResult(
+        planned.name,
+        planned.part,
+        [p for _, p in pairs],
+        stats,
+        keys.exact,
+        keys.unrevised,
+        keys.revision,
+        LINKED,
+    )
+
+
+def _link(src: Path, dst: Path) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:  # another file system: a copy (published files are never written in place)
+        shutil.copyfile(src, dst)
+
+
+def revise_back(
+    layout: OutLayout,
+    directory: str,
+    keys: UnitKeys,
+    planned: PlannedUnit,
+    staging: Path,
+    *,
+    pictures: bool,
+    frames: bool,
+) -> UnitResult | None:
+    """The unit's result with the published shards of a unit that differed only by the upstream
+    revision copied into `staging` with the new revision; None if there is none or the copy
+    is refused (the unit is then written)."""
+    if not keys.unrevised or keys.revision is None:
+        return None
+    try:
+        alias = json.loads((_index(layout, directory) / UNREVISED_DIR / f"{keys.unrevised}.json").read_text())
+    except (OSError, ValueError):
+        return None
+    recorded = _filed(layout, directory, str(alias.get("key", "")))
+    old = None if recorded is None else recorded.get("revision")
+    if recorded is None or not old or old == keys.revision:
+        return None
+    pairs = _published_pieces(layout, directory, recorded, pictures, frames)
+    if pairs is None:
+        return None
+    staging.mkdir(parents=True, exist_ok=True)
+    cache = PictureCache(frames_dir(layout.work(directory)))
+    pieces: list[Piece] = []
+    try:
+        for i, (src, old_piece) in enumerate(pairs):
+            piece = Piece(
+                f"piece_{i:04d}.hdf5", old_piece.demos, old_piece.steps, old_piece.bytes, old_piece.frame_hw
+            )
+            copy_revised(src, staging / piece.file, old, keys.revision, piece.demos)
+            # Its pictures and frame keys are the old shard's: publish files them under the new hash.
+            drawn = cache.path(old_piece.sha256 or "")
+            if drawn.is_file():
+                _link(drawn, picture_file(staging / piece.file))
+            frame_keys = index_dir(layout, directory) / f"{old_piece.sha256}.parquet"
+            if frame_keys.is_file():
+                _link(frame_keys, index_file(staging / piece.file))
+            pieces.append(piece)
+    except (RevisionPatchError, OSError) as e:
+        log.warning(f"{directory} {planned.name}: the published shards cannot be revised ({e}); writing it")
+        shutil.rmtree(staging, ignore_errors=True)
+        return None
+    stats = BuildStats.from_dict(recorded["stats"])
+    written = sum(p.bytes for p in pieces)
+    return UnitResult(
+        planned.name, planned.part, pieces, stats, keys.exact, keys.unrevised, keys.revision, REVISED, written
+    )
 
 
 def file_results(layout: OutLayout, directory: str, results: list[UnitResult], shas: set[str]) -> None:
-    """Publish: record each keyed unit's published result; forget units whose shards are gone."""
+    """Publish: record each keyed unit's published result (and where its unrevised key leads);
+    forget units whose shards are gone."""
     folder = _index(layout, directory)
-    folder.mkdir(parents=True, exist_ok=True)
+    aliases = folder / UNREVISED_DIR
+    aliases.mkdir(parents=True, exist_ok=True)
     for r in results:
         if r.key and all(p.sha256 in shas for p in r.pieces):
-            record: dict[str, Any] = {"pieces": [p.to_dict() for p in r.pieces], "stats": r.stats.to_dict()}
+            record: dict[str, Any] = {
+                "pieces": [p.to_dict() for p in r.pieces],
+                "stats": r.stats.to_dict(),
+                "revision": r.revision,
+            }
             atomic_write_text(folder / f"{r.key}.json", json.dumps(record) + "\n")
+            if r.unrevised_key and r.revision is not None:
+                atomic_write_text(aliases / f"{r.unrevised_key}.json", json.dumps({"key": r.key}) + "\n")
     for path in folder.glob("*.json"):
         try:
             pieces = json.loads(path.read_text(encoding="utf-8"))["pieces"]
@@ -134,4 +261,11 @@ def file_results(layout: OutLayout, directory: str, results: list[UnitResult], s
             path.unlink(missing_ok=True)
             continue
         if not all(p.get("sha256") in shas for p in pieces):
+            path.unlink(missing_ok=True)
+    for path in aliases.glob("*.json"):
+        try:
+            target = folder / f"{json.loads(path.read_text(encoding='utf-8'))['key']}.json"
+        except (OSError, ValueError, KeyError, TypeError):
+            target = None
+        if target is None or not target.is_file():
             path.unlink(missing_ok=True)

@@ -1,6 +1,8 @@
-"""Rebuilds cost what changed: a step whose frame bytes would come out the same is copied from the
-last published shards (gui_assets.frame_reuse), and the result is byte for byte what a build from
-scratch writes, for a one-row edit, appended episodes and a codec change (which reuses nothing)."""
+"""Rebuilds cost what changed: a unit whose episodes changed only in the upstream revision is
+copied from the last published shards with the new one (gui_assets.revision_patch), a step whose
+frame bytes would come out the same is copied from them (gui_assets.frame_reuse), and the result
+is byte for byte what a build from scratch writes, for a one-row edit, appended episodes and a
+codec change (which reuses nothing)."""
 
 from __future__ import annotations
 
@@ -85,13 +87,20 @@ def test_a_rebuild_reuses_unchanged_frames_and_writes_what_a_fresh_build_writes(
     build_directory(MIND2WEB, "train", fresh, RawSettings("mirror", mirrors[change]), CONFIG)
     assert _shards(out) == _shards(fresh)
     assert _pictures(out) == _pictures(fresh) and _pictures(out)
-    reused = counted["steps"]
-    # Every step the base build wrote is taken back, but for the preview's picks (always decoded).
-    assert 0.75 * 48 <= reused <= 48 and info.stats["steps"] == (48 if change == "edited" else 60)
+    manifest = json.loads((out / "_work/mind2web_train/shards.json").read_text())
+    reuse, shards = manifest["reuse"], manifest["shards"]
+    assert (
+        info.stats["steps"] == (48 if change == "edited" else 60) and len(shards) == info.stats["steps"] // 6
+    )
+    if change == "edited":  # the unit holding the edited row is written, taking its frames back
+        assert reuse["units_written"] == 1 and reuse["units_revised"] == len(shards) - 1
+        assert reuse["steps_with_frames_reused"] == counted["steps"] > 0
+    else:  # the 8 units of the base build are revised; the appended episodes land in new units
+        assert reuse["units_written"] == 2 and reuse["units_revised"] == 8
+        assert reuse["steps_with_frames_reused"] == counted["steps"] == 0
+    assert reuse["units_linked"] == 0 and reuse["bytes_written"] == sum(s["bytes"] for s in shards)
     leftover = {p.stem for p in (out / "_work/mind2web_train/frame_index").glob("*.parquet")}
-    assert leftover == {
-        e["sha256"] for e in json.loads((out / "_work/mind2web_train/shards.json").read_text())["shards"]
-    }
+    assert leftover == {e["sha256"] for e in shards}
 
 
 def test_a_codec_change_reuses_nothing_and_matches_a_fresh_build(tmp_path, mirrors, counted):
@@ -112,5 +121,11 @@ def test_an_unchanged_rebuild_links_every_unit_back_and_counts_the_same(tmp_path
     again = build_directory(MIND2WEB, "train", out, RawSettings("mirror", mirrors["base"]), CONFIG)
     assert counted == {"steps": 0, "units": len(before)}  # every unit linked back, no frame read
     assert _shards(out) == before and again.stats == first.stats and again.shards == first.shards
-    # A unit whose episodes changed is written again (the edit changes the revision every demo
-    # records, so here every unit), and still equals a fresh build: the edited test above.
+    reuse = json.loads((out / "_work/mind2web_train/shards.json").read_text())["reuse"]
+    assert reuse == {
+        "units_written": 0,
+        "units_linked": len(before),
+        "units_revised": 0,
+        "steps_with_frames_reused": 0,
+        "bytes_written": 0,
+    }
