@@ -10,7 +10,11 @@ of the chain runs as its own CLI command (`dagster asset materialize -m gui_asse
   - peak RSS of the command itself (benchmarks.peak_rss);
   - bytes it wrote to storage (its rusage block output) against the bytes it left on disk;
   - the most disk it held while running (the file system's used blocks, sampled every 0.2 s)
-    against what it left: the temporary disk.
+    against what it left: the temporary disk;
+  - the seconds of the asset's own steps and of its checks' steps, from the command's log.
+With --rebuild N, the N-step partition is built, then rebuilt after a one-row edit of one
+upstream file and after 5% more steps, each compared with a build of the same inputs from
+scratch and reported with what the shard stage wrote, linked and revised (shards.json).
 With --celery N, the N-step build runs once more with GUI_ASSETS_EXECUTOR=celery on two
 Celery workers (Redis broker, as the scale-out deployment) and its shards must equal the
 single-process build's byte for byte. Each build's output is removed once measured (--keep keeps
@@ -24,6 +28,7 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -123,6 +128,22 @@ def run_stages(work: Path, mirror: Path, steps: int, keep: bool = False) -> dict
     return result
 
 
+_STEP_DONE = re.compile(r'Finished execution of step "([^"]+)" in ([0-9.]+)(ms|s)\.')
+
+
+def _step_seconds(log: Path, stage: str) -> tuple[float, float]:
+    """From a command's Dagster log: the seconds of the asset's own steps (for the shards, plan,
+    units and publish) and of its checks' steps, leaving out the command's start-up."""
+    asset = checks = 0.0
+    for name, value, unit in _STEP_DONE.findall(log.read_text(encoding="utf-8", errors="replace")):
+        seconds = float(value) / (1000 if unit == "ms" else 1)
+        if name == stage or name.startswith(f"{stage}."):
+            asset += seconds
+        elif name.startswith(f"{stage}_"):
+            checks += seconds
+    return round(asset, 2), round(checks, 2)
+
+
 def _stage_commands(work: Path, env: dict[str, str], out: Path, steps: int, tag: str) -> dict[str, Any]:
     """Each stage of the chain as its own measured CLI command, in order."""
     stages: dict[str, Any] = {}
@@ -137,8 +158,11 @@ def _stage_commands(work: Path, env: dict[str, str], out: Path, steps: int, tag:
         if code:
             raise SystemExit(f"{stage} failed at {steps} steps; see {log}")
         left = _du(out) - before_bytes
+        asset_seconds, checks_seconds = _step_seconds(log, stage)
         stages[stage] = {
             "seconds": round(seconds, 2),
+            "asset_seconds": asset_seconds,
+            "checks_seconds": checks_seconds,
             "steps_per_s": round(steps / seconds, 1),
             "ms_per_step": round(1000 * seconds / steps, 3),
             "peak_rss_mb": round(rss),
@@ -193,7 +217,12 @@ def run_rebuilds(work: Path, mirror: Path, steps: int) -> dict[str, Any]:
     out = Path(env["GUI_ASSETS_OUT"])
     out.mkdir(parents=True)
     first = _stage_commands(work, env, out, steps, f"rebuild-{steps}-first")
-    result: dict[str, Any] = {"steps": steps, "first_shards_seconds": first["mind2web_shards"]["seconds"]}
+    shards_first = first["mind2web_shards"]
+    result: dict[str, Any] = {
+        "steps": steps,
+        "first_shards_seconds": shards_first["seconds"],
+        "first_shards_asset_seconds": shards_first["asset_seconds"],
+    }
     extra = steps // 20 - (steps // 20) % EPISODE_LEN
     changes = {
         "one_row_edited": _edited_copy(mirror, work / f"mirror-{steps}-edited"),
@@ -207,17 +236,21 @@ def run_rebuilds(work: Path, mirror: Path, steps: int) -> dict[str, Any]:
         scratch_env = _env(work, changed, f"scratch-{name}", "in_process")
         Path(scratch_env["GUI_ASSETS_OUT"]).mkdir(parents=True)
         _stage_commands(work, scratch_env, Path(scratch_env["GUI_ASSETS_OUT"]), steps, f"scratch-{name}")
-        seconds = again["mind2web_shards"]["seconds"]
+        seconds, asset = again["mind2web_shards"]["seconds"], again["mind2web_shards"]["asset_seconds"]
+        manifest = json.loads((out / "_work/mind2web_train/shards.json").read_text(encoding="utf-8"))
         result[name] = {
             "shards_seconds": seconds,
             "share_of_first": round(seconds / result["first_shards_seconds"], 3),
+            "asset_seconds": asset,
+            "asset_share_of_first": round(asset / max(result["first_shards_asset_seconds"], 1e-9), 3),
+            "units": manifest.get("reuse", {}),
             "identical_to_scratch": shards == _shard_hashes(Path(scratch_env["GUI_ASSETS_OUT"])),
         }
         if result[name]["identical_to_scratch"]:
             shutil.rmtree(scratch_env["GUI_ASSETS_OUT"], ignore_errors=True)
         else:  # kept for a look: the rebuild's shards are copied beside the scratch build
             shutil.copytree(out / "mind2web_train", work / f"rebuilt-{name}", dirs_exist_ok=True)
-        print(f"  rebuild after {name}: shard stage {seconds:.1f} s, {result[name]}", flush=True)
+        print(f"  rebuild after {name}: {seconds:.1f} s (asset {asset:.1f} s), {result[name]}", flush=True)
     shutil.rmtree(out, ignore_errors=True)
     return result
 

@@ -11,8 +11,10 @@ decoding the page and deflating again. The copied bytes are the bytes the encode
 so a rebuild that reuses writes the same shards as one from scratch; a one-row edit or a few
 appended episodes cost the chunks' I/O, not the decode and deflate of every step.
 
-Only the direct-chunk codecs reuse (with h5py's own filter the writer never holds the
-deflated bytes), and a step drawn for the preview is always decoded (its pictures need pixels).
+A step drawn for the preview takes its pictures back too, from the last build's picture cache
+(they are drawn from the same pixels by the same code, which the key covers); only a step that
+was not drawn before is inflated and drawn. Only the direct-chunk codecs reuse (with h5py's own
+filter the writer never holds the deflated bytes).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from gui_assets.atomic import temp_path
 from gui_assets.config import DIRECT_CODECS, BuildConfig
 from gui_assets.layout import OutLayout
 from gui_assets.lineage import version_of
+from gui_assets.writers.preview_frames import PictureCache, StepPictures, frames_dir
 
 log = logging.getLogger(__name__)
 
@@ -120,11 +123,16 @@ def keep_only(layout: OutLayout, directory: str, shas: set[str]) -> None:
 
 @dataclass
 class FrameReuse:
-    """The last published shards' chunks, by step key; reads are safe from the encoder's threads."""
+    """The last published shards' chunks (and pictures), by step key; reads are safe from the
+    encoder's threads."""
 
     version: str
     where: dict[bytes, tuple[Path, str, int]]
+    shard_sha: dict[Path, str] = field(default_factory=dict)
+    pictures_cache: PictureCache | None = None
     _files: dict[Path, h5py.File] = field(default_factory=dict)
+    _datasets: dict[tuple[Path, str], tuple[Any, Any]] = field(default_factory=dict)
+    _pictures: dict[Path, dict[tuple[str, int], StepPictures]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     reused: int = 0
 
@@ -138,6 +146,7 @@ class FrameReuse:
         except (OSError, ValueError):
             return None
         where: dict[bytes, tuple[Path, str, int]] = {}
+        shas: dict[Path, str] = {}
         out_dir = layout.directory(directory)
         for entry in [*manifest.get("shards", []), *manifest.get("val_shards", [])]:
             shard, index = (
@@ -146,10 +155,24 @@ class FrameReuse:
             )
             if not (shard.is_file() and index.is_file()) or shard.stat().st_size != entry["bytes"]:
                 continue
+            shas[shard] = entry["sha256"]
             table = pq.read_table(index).to_pydict()
             for key, demo, t in zip(table["key"], table["demo"], table["t"], strict=True):
                 where[key] = (shard, demo, t)
-        return cls(frames_version(config), where) if where else None
+        if not where:
+            return None
+        return cls(frames_version(config), where, shas, PictureCache(frames_dir(layout.work(directory))))
+
+    def _frames_of(self, shard: Path, demo: str) -> tuple[Any, Any]:
+        """The demo's two frame datasets (opened once per demo, under the lock)."""
+        held = self._datasets.get((shard, demo))
+        if held is None:
+            f = self._files.get(shard)
+            if f is None:
+                f = self._files[shard] = h5py.File(shard, "r")
+            obs = f["data"][demo]["obs"]
+            held = self._datasets[(shard, demo)] = (obs["agentview_rgb"].id, obs["eye_in_hand_rgb"].id)
+        return held
 
     def chunks(self, keys: Sequence[bytes]) -> list[tuple[bytes, bytes]] | None:
         """(frame chunk, eye chunk) per key, or None unless every key is held."""
@@ -159,13 +182,9 @@ class FrameReuse:
         out = []
         with self._lock:  # h5py serializes anyway; the lock guards the open-file table
             for shard, demo, t in spots:  # type: ignore[misc]
-                f = self._files.get(shard)
-                if f is None:
-                    f = self._files[shard] = h5py.File(shard, "r")
-                obs = f["data"][demo]["obs"]
                 pair = []
-                for name in ("agentview_rgb", "eye_in_hand_rgb"):
-                    mask, data = obs[name].id.read_direct_chunk((t, 0, 0, 0))
+                for dataset in self._frames_of(shard, demo):
+                    mask, data = dataset.read_direct_chunk((t, 0, 0, 0))
                     if mask:  # a filter was skipped on this chunk: not the bytes the encoder makes
                         return None
                     pair.append(bytes(data))
@@ -173,8 +192,27 @@ class FrameReuse:
             self.reused += len(out)
         return out
 
+    def pictures(self, key: bytes) -> StepPictures | None:
+        """The preview pictures the last build drew for this step, if it drew them."""
+        spot = self.where.get(key)
+        if spot is None or self.pictures_cache is None:
+            return None
+        shard, demo, t = spot
+        with self._lock:
+            drawn = self._pictures.get(shard)
+            if drawn is None:  # one shard's candidates: a few MB of JPEG, read once
+                sha = self.shard_sha.get(shard, "")
+                try:
+                    drawn = dict(self.pictures_cache.stream(sha, self.pictures_cache.keys(sha)))
+                except (OSError, pa.ArrowException):
+                    drawn = {}
+                self._pictures[shard] = drawn
+        return drawn.get((demo, t))
+
     def close(self) -> None:
         with self._lock:
+            self._datasets.clear()
+            self._pictures.clear()
             for f in self._files.values():
                 f.close()
             self._files.clear()

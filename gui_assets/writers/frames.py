@@ -181,7 +181,7 @@ class FrameEncoder:
             keys = [step_key(self.reuse.version, run.sha, run.ext, geometry(s)) for s in run.steps]
             kept = self.reuse.chunks(keys)
             if kept is not None:  # the last build's bytes for exactly these steps: no decode, no deflate
-                return self._reused(ticket, run, kept)
+                return self._reused(ticket, run, keys, kept)
         try:
             data = self.images.get(run.sha, run.ext)
             width, height = image_size(data)
@@ -208,18 +208,18 @@ class FrameEncoder:
             self.budget.release(need - held)
 
     def _reused(
-        self, ticket: int, run: PixelRun, kept: list[tuple[bytes, bytes]]
+        self, ticket: int, run: PixelRun, keys: list[bytes], kept: list[tuple[bytes, bytes]]
     ) -> tuple[list[StepChunks] | ImageError, int]:
-        """Stored chunks as this run's; a preview step's pictures are drawn from its inflated
-        chunks (the same pixels a decode would give, at a fraction of the cost)."""
+        """Stored chunks as this run's; a preview step's pictures are the last build's, or drawn
+        from its inflated chunks (the same pixels a decode would give, at a fraction of the cost)."""
         shown_bytes = sum(3 * (s.out_h * s.out_w + EYE_SIZE * EYE_SIZE) for s in run.steps if s.preview)
         need = sum(len(a) + len(b) for a, b in kept) + shown_bytes
         if not self.budget.acquire(ticket, need):
             return ImageError(DropReason.IMAGE_TOO_LARGE, f"{need} B of stored chunks is over the budget"), 0
         out: list[StepChunks] = []
-        for s, (frame, eye) in zip(run.steps, kept, strict=True):
-            shown = None
-            if s.preview:
+        for s, key, (frame, eye) in zip(run.steps, keys, kept, strict=True):
+            shown = self.reuse.pictures(key) if s.preview and self.reuse is not None else None
+            if s.preview and shown is None:
                 pixels = np.frombuffer(zlib.decompress(frame), np.uint8).reshape(s.out_h, s.out_w, 3)
                 crop = np.frombuffer(zlib.decompress(eye), np.uint8).reshape(EYE_SIZE, EYE_SIZE, 3)
                 shown = pictures(pixels, crop)
