@@ -17,11 +17,12 @@ in every demo.
 from __future__ import annotations
 
 import json
-import mmap
 import shutil
 from pathlib import Path
 
 import h5py
+
+_BLOCK = 16 << 20
 
 
 class RevisionPatchError(Exception):
@@ -33,19 +34,33 @@ def revision_needle(revision: str) -> bytes:
     return json.dumps({"revision": revision})[1:-1].encode("utf-8")
 
 
+def _find_all(path: Path, needles: tuple[bytes, ...]) -> list[list[int]]:
+    """Offsets of each needle in the file, in one pass a block at a time (a mapped file would
+    count a whole shard in the process's resident memory)."""
+    found: list[list[int]] = [[] for _ in needles]
+    keep = max(len(n) for n in needles) - 1  # a match may straddle two blocks
+    with path.open("rb") as fh:
+        tail, offset = b"", 0  # the end of the last window; the file offset of the next block
+        while block := fh.read(_BLOCK):
+            window, base = tail + block, offset - len(tail)
+            for needle, spots in zip(needles, found, strict=True):
+                at = window.find(needle)
+                while at >= 0:
+                    if at + len(needle) > len(tail):  # not wholly in the tail: not found before
+                        spots.append(base + at)
+                    at = window.find(needle, at + 1)
+            tail = window[-keep:] if keep else b""
+            offset += len(block)
+    return found
+
+
 def _offsets(path: Path, old: bytes, context: bytes) -> list[int]:
     """Offsets of `old` in the file, each checked to sit inside `context`."""
+    in_context, anywhere = _find_all(path, (context, old))
+    if len(anywhere) != len(in_context):
+        raise RevisionPatchError(f"{path.name}: the old revision appears outside a source_ref")
     lead = context.index(old)
-    found: list[int] = []
-    with path.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as view:
-        at = view.find(old)
-        while at >= 0:
-            start = at - lead
-            if start < 0 or view[start : start + len(context)] != context:
-                raise RevisionPatchError(f"{path.name}: the old revision appears outside a source_ref")
-            found.append(at)
-            at = view.find(old, at + len(old))
-    return found
+    return [at + lead for at in in_context]
 
 
 def _check_revised(path: Path, revision: str, demos: int) -> None:

@@ -72,6 +72,9 @@ UNIT_FILE = "unit.json"
 # Units are planned to this share of the cap, so an estimate a little low still fits one shard.
 FILL = 0.9
 SAMPLE_STEPS = 8
+# The estimate samples the first this many steps only, so episodes appended upstream leave the
+# plan's earlier units as they were (a smaller partition is sampled whole).
+ESTIMATE_PREFIX_STEPS = 2000
 
 log = logging.getLogger(__name__)
 _BATCH = 8192  # step rows read at a time
@@ -90,10 +93,11 @@ def unit_dir(layout: OutLayout, directory: str, unit: str) -> Path:
 
 
 def estimate_bytes_per_step(layout: OutLayout, directory: str, config: BuildConfig) -> float:
-    """Deflated bytes of a step (frame + eye crop), measured on a few frames spread over the IR."""
+    """Deflated bytes of a step (frame + eye crop), measured on a few frames spread over the IR's
+    first ESTIMATE_PREFIX_STEPS steps."""
     cols = ["image_sha256", "image_ext", "obs_left", "obs_top", "obs_width", "obs_height"]
     steps = pq.ParquetFile(layout.episodes(directory) / STEPS_FILE)
-    total = steps.metadata.num_rows
+    total = min(steps.metadata.num_rows, ESTIMATE_PREFIX_STEPS)
     if not total:
         return 1.0
     picks = sorted({round(i * (total - 1) / max(1, SAMPLE_STEPS - 1)) for i in range(SAMPLE_STEPS)})
@@ -221,10 +225,10 @@ def write_unit(
     staging = temp_path(folder)
     shutil.rmtree(staging, ignore_errors=True)
     shown = {e: ts for e, ts in plan.preview_steps.items() if e in wanted}
-    keys = unit_keys(layout, directory, source, config, planned, shown)
-    sidecars = {"pictures": any(shown.values()), "frames": config.frame_codec in DIRECT_CODECS}
-    result = link_back(layout, directory, keys, planned, staging, **sidecars) or revise_back(
-        layout, directory, keys, planned, staging, **sidecars
+    keys = unit_keys(layout, directory, source, config, planned)
+    frames = config.frame_codec in DIRECT_CODECS
+    result = link_back(layout, directory, keys, planned, staging, frames=frames) or revise_back(
+        layout, directory, keys, planned, staging, frames=frames
     )
     if result is None:
         result = _write_pieces(layout, directory, source, config, planned, keys, shown, staging, threads)

@@ -2,13 +2,14 @@
 linked back in as the unit's pieces.
 
 A unit's pieces are a function of its episodes in order (each by its IR `record_hash`, which
-covers every stored field and every frame by sha256), the preview steps drawn among them, the
-build config, the directory and source, and the writer's code (the import closure of
-`gui_assets.sharding`) and libraries. `unit_key` hashes exactly those. Publish files each unit's result (its
-pieces' sha256 and its statistics) under that key in `<work>/unit_index/`; the next build's unit
-with the same key hard-links the published shards of those hashes into its staging folder (a
-copy across file systems) and reports the same result, so publish writes what a fresh build
-writes without reading or writing a frame.
+covers every stored field and every frame by sha256), the build config, the directory and
+source, and the writer's code (the import closure of `gui_assets.sharding`) and libraries.
+`unit_keys` hashes exactly those. Publish files each unit's result (its pieces' sha256 and its
+statistics) under that key in `<work>/unit_index/`; the next build's unit with the same key
+hard-links the published shards of those hashes into its staging folder (a copy across file
+systems) and reports the same result, so publish writes what a fresh build writes without
+reading or writing a frame. The preview's picks among its steps are not in the key: they do
+not change the shards, and the preview draws from the shards any picture the cache lacks.
 
 Every demo records the partition's upstream revision, so an upstream change moves every unit's
 key. A unit whose episodes differ from a published unit's only by that revision (the same
@@ -64,7 +65,6 @@ def unit_keys(
     source: str,
     config: BuildConfig,
     planned: PlannedUnit,
-    shown: dict[str, list[int]],
 ) -> UnitKeys:
     table = read_episode_table(layout.episodes(directory))
     ids = table.column("episode_id").to_pylist()
@@ -83,7 +83,6 @@ def unit_keys(
         "directory": directory,
         "source": source,
         "part": planned.part,
-        "shown": {e: sorted(ts) for e, ts in sorted(shown.items())},
     }
 
     def key(hashes: dict[str, str]) -> str:
@@ -113,11 +112,9 @@ def _published_by_sha(layout: OutLayout, directory: str) -> dict[str, Path]:
     return {e["sha256"]: out_dir / e["file"] for e in entries if (out_dir / e["file"]).is_file()}
 
 
-def _sidecars_kept(layout: OutLayout, directory: str, sha: str, pictures: bool, frames: bool) -> bool:
-    """What the writer leaves beside a shard is still there: the preview's pictures of its
-    candidate steps and its steps' frame keys (publish files both by the shard's sha256)."""
-    if pictures and not PictureCache(frames_dir(layout.work(directory))).path(sha).is_file():
-        return False
+def _frame_keys_kept(layout: OutLayout, directory: str, sha: str, frames: bool) -> bool:
+    """The shard's frame keys, which publish files by its sha256, are still there (so the next
+    build can take its frames back)."""
     return not frames or (index_dir(layout, directory) / f"{sha}.parquet").is_file()
 
 
@@ -129,16 +126,16 @@ def _filed(layout: OutLayout, directory: str, key: str) -> dict[str, Any] | None
 
 
 def _published_pieces(
-    layout: OutLayout, directory: str, recorded: dict[str, Any], pictures: bool, frames: bool
+    layout: OutLayout, directory: str, recorded: dict[str, Any], frames: bool
 ) -> list[tuple[Path, Piece]] | None:
     """A filed result's pieces with the published shard of each, if all are still there as they
-    were, with what the writer leaves beside them."""
+    were, with their frame keys."""
     published = _published_by_sha(layout, directory)
     pieces = [Piece.from_dict(p) for p in recorded["pieces"]]
     pairs = [(published.get(p.sha256 or ""), p) for p in pieces]
     if not pieces or any(src is None or src.stat().st_size != p.bytes for src, p in pairs):
         return None
-    if not all(_sidecars_kept(layout, directory, p.sha256 or "", pictures, frames) for p in pieces):
+    if not all(_frame_keys_kept(layout, directory, p.sha256 or "", frames) for p in pieces):
         return None
     return pairs  # type: ignore[return-value]
 
@@ -150,14 +147,13 @@ def link_back(
     planned: PlannedUnit,
     staging: Path,
     *,
-    pictures: bool,
     frames: bool,
 ) -> UnitResult | None:
     """The unit's result with its pieces linked into `staging`, or None if it must be written
-    (`pictures`: the unit has preview candidates, whose pictures must still be cached; `frames`:
-    the codec files frame keys, which must still be there)."""
+    (`frames`: the codec files frame keys, which must still be there). The preview draws any
+    picture of its candidates the cache lacks from the shards."""
     recorded = _filed(layout, directory, keys.exact)
-    pairs = None if recorded is None else _published_pieces(layout, directory, recorded, pictures, frames)
+    pairs = None if recorded is None else _published_pieces(layout, directory, recorded, frames)
     if recorded is None or pairs is None:
         return None
     staging.mkdir(parents=True, exist_ok=True)
@@ -191,7 +187,6 @@ def revise_back(
     planned: PlannedUnit,
     staging: Path,
     *,
-    pictures: bool,
     frames: bool,
 ) -> UnitResult | None:
     """The unit's result with the published shards of a unit that differed only by the upstream
@@ -207,7 +202,7 @@ def revise_back(
     old = None if recorded is None else recorded.get("revision")
     if recorded is None or not old or old == keys.revision:
         return None
-    pairs = _published_pieces(layout, directory, recorded, pictures, frames)
+    pairs = _published_pieces(layout, directory, recorded, frames)
     if pairs is None:
         return None
     staging.mkdir(parents=True, exist_ok=True)

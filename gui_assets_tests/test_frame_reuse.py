@@ -21,6 +21,7 @@ from gui_assets.config import BuildConfig
 from gui_assets.frame_reuse import FrameReuse
 from gui_assets.pipeline import RawSettings, build_directory
 from gui_assets.sources import MIND2WEB
+from gui_assets.writers.preview import write_preview
 
 CONFIG = BuildConfig(shard_cap_bytes=3_000_000)
 
@@ -48,10 +49,13 @@ def _shards(out: Path) -> dict[str, str]:
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.glob("*.hdf5"))}
 
 
-def _pictures(out: Path) -> dict[str, bytes]:
-    """The preview's pictures the shard writer drew (from inflated chunks, when reused)."""
-    folder = out / "_work/mind2web_train/preview_frames"
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+def _preview(out: Path) -> bytes:
+    """The published preview: its pictures come from the picture cache (taken back, drawn by
+    the shard writer, or drawn from the shards for picks the cache lacks)."""
+    write_preview(out)
+    path = out / "preview/sample-00000-of-00001.parquet"
+    assert pq.read_metadata(path).num_rows > 0
+    return path.read_bytes()
 
 
 @pytest.fixture
@@ -86,7 +90,7 @@ def test_a_rebuild_reuses_unchanged_frames_and_writes_what_a_fresh_build_writes(
     fresh = tmp_path / "fresh"
     build_directory(MIND2WEB, "train", fresh, RawSettings("mirror", mirrors[change]), CONFIG)
     assert _shards(out) == _shards(fresh)
-    assert _pictures(out) == _pictures(fresh) and _pictures(out)
+    assert _preview(out) == _preview(fresh)
     manifest = json.loads((out / "_work/mind2web_train/shards.json").read_text())
     reuse, shards = manifest["reuse"], manifest["shards"]
     assert (

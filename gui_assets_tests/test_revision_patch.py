@@ -11,6 +11,7 @@ from pathlib import Path
 import h5py
 import pytest
 
+from gui_assets import revision_patch
 from gui_assets.config import BuildConfig
 from gui_assets.episode_store import ImageStore
 from gui_assets.ir import ActionType, GuiEpisode, Observation, SourceRef, step_builder
@@ -93,3 +94,15 @@ def test_a_copy_that_does_not_read_back_is_refused(tmp_path, store):
         demo.attrs["note"] = json.dumps({"revision": OLD})
     with pytest.raises(RevisionPatchError, match="demo_0 reads back"):
         copy_revised(damaged, tmp_path / "copy.hdf5", OLD, NEW, demos=4)
+
+
+def test_revisions_across_block_edges_are_each_found_once(tmp_path, monkeypatch):
+    """The search reads blocks; a needle cut by a block's edge is found, and found once."""
+    monkeypatch.setattr(revision_patch, "_BLOCK", 7)
+    needle = revision_patch.revision_needle(OLD)
+    data = b"x" * 5 + needle + b"y" * 13 + needle + needle + b"z" * 3
+    path = tmp_path / "blob"
+    path.write_bytes(data)
+    spots = revision_patch._offsets(path, OLD.encode(), needle)
+    lead = needle.index(OLD.encode())
+    assert spots == [5 + lead, 5 + len(needle) + 13 + lead, 5 + 2 * len(needle) + 13 + lead]
