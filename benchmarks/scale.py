@@ -14,7 +14,9 @@ of the chain runs as its own CLI command (`dagster asset materialize -m gui_asse
   - the seconds of the asset's own steps and of its checks' steps, from the command's log.
 With --rebuild N, the N-step partition is built, then rebuilt after a one-row edit of one
 upstream file and after 5% more steps, each compared with a build of the same inputs from
-scratch and reported with what the shard stage wrote, linked and revised (shards.json).
+scratch and reported with what the shard stage wrote, linked and revised (shards.json); with
+--realistic that partition has the throughput benchmark's realistic screenshots, whose decoding
+is what a first build mostly spends.
 With --celery N, the N-step build runs once more with GUI_ASSETS_EXECUTOR=celery on two
 Celery workers (Redis broker, as the scale-out deployment) and its shards must equal the
 single-process build's byte for byte. Each build's output is removed once measured (--keep keeps
@@ -198,19 +200,19 @@ def _edited_copy(mirror: Path, dest: Path) -> Path:
     return dest
 
 
-def _grown_copy(mirror: Path, dest: Path, steps: int, extra: int) -> Path:
+def _grown_copy(mirror: Path, dest: Path, steps: int, extra: int, cheap: bool) -> Path:
     """The mirror with `extra` new steps in a new file (whole episodes), as an upstream that grew."""
     from benchmarks.frames import _row
 
     shutil.rmtree(dest, ignore_errors=True)
     subprocess.run(["cp", "-al", str(mirror), str(dest)], check=True)
     data = next(dest.rglob("data"))
-    rows = [_row(i, 1280, 1080, EPISODE_LEN, True) for i in range(steps, steps + extra)]
+    rows = [_row(i, 1280, 1080, EPISODE_LEN, cheap) for i in range(steps, steps + extra)]
     pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMA), data / "train-99999-of-99999.parquet")
     return dest
 
 
-def run_rebuilds(work: Path, mirror: Path, steps: int) -> dict[str, Any]:
+def run_rebuilds(work: Path, mirror: Path, steps: int, cheap: bool = True) -> dict[str, Any]:
     """A build, then the same partition rebuilt after a one-row edit and after 5% more steps,
     stage by stage; each rebuild's shards are compared with a build of the same data from scratch."""
     env = _env(work, mirror, f"rebuild-{steps}", "in_process")
@@ -225,8 +227,8 @@ def run_rebuilds(work: Path, mirror: Path, steps: int) -> dict[str, Any]:
     }
     extra = steps // 20 - (steps // 20) % EPISODE_LEN
     changes = {
-        "one_row_edited": _edited_copy(mirror, work / f"mirror-{steps}-edited"),
-        "grown_5_percent": _grown_copy(mirror, work / f"mirror-{steps}-grown", steps, extra),
+        "one_row_edited": _edited_copy(mirror, work / f"{mirror.name}-edited"),
+        "grown_5_percent": _grown_copy(mirror, work / f"{mirror.name}-grown", steps, extra, cheap),
     }
     for name, changed in changes.items():
         again = _stage_commands(
@@ -327,6 +329,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument(
         "--rebuild", type=int, default=0, help="also rebuild this size after a one-row edit and 5%% growth"
     )
+    ap.add_argument(
+        "--realistic",
+        action="store_true",
+        help="the --rebuild mirror with the throughput benchmark's realistic screenshots, not cheap frames",
+    )
     args = ap.parse_args(argv)
     sizes = args.steps or [4000, 40000]
     work = args.work.resolve()
@@ -348,12 +355,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "peak_rss_mb": round(large["peak_rss_mb"] / small["peak_rss_mb"] - 1, 4),
         }
     if args.rebuild:
-        if args.rebuild not in mirrors:
-            mirrors[args.rebuild] = work / f"mirror-{args.rebuild}"
-            write_mirror(
-                mirrors[args.rebuild], args.rebuild, 1280, 1080, EPISODE_LEN, os.cpu_count() or 1, cheap=True
-            )
-        result["rebuild"] = run_rebuilds(work, mirrors[args.rebuild], args.rebuild)
+        cheap = not args.realistic
+        rebuild_mirror = mirrors.get(args.rebuild) if cheap else None
+        if rebuild_mirror is None:
+            rebuild_mirror = work / f"mirror-{args.rebuild}{'' if cheap else '-realistic'}"
+            t = time.perf_counter()
+            jobs = os.cpu_count() or 1
+            write_mirror(rebuild_mirror, args.rebuild, 1280, 1080, EPISODE_LEN, jobs, cheap=cheap)
+            print(f"{args.rebuild} frames ready in {time.perf_counter() - t:.0f} s", flush=True)
+        result["rebuild"] = run_rebuilds(work, rebuild_mirror, args.rebuild, cheap)
     if args.celery:
         celery = run_celery(work, mirrors[args.celery], args.celery)
         single = result["runs"].get(str(args.celery)) or run_stages(
