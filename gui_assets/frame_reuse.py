@@ -106,11 +106,15 @@ def write_index(path: Path, rows: Iterable[tuple[bytes, str, int]]) -> None:
     tmp.replace(path)
 
 
+def filed_index(layout: OutLayout, directory: str, shard_sha: str) -> Path:
+    """Where publish keeps a published shard's step keys: by its content hash."""
+    return index_dir(layout, directory) / f"{shard_sha}.parquet"
+
+
 def file_index(layout: OutLayout, directory: str, shard_sha: str, drawn: Path) -> None:
     """Publish: keep a piece's step keys under its shard's content hash."""
-    folder = index_dir(layout, directory)
-    folder.mkdir(parents=True, exist_ok=True)
-    drawn.replace(folder / f"{shard_sha}.parquet")
+    index_dir(layout, directory).mkdir(parents=True, exist_ok=True)
+    drawn.replace(filed_index(layout, directory, shard_sha))
 
 
 def keep_only(layout: OutLayout, directory: str, shas: set[str]) -> None:
@@ -149,10 +153,7 @@ class FrameReuse:
         shas: dict[Path, str] = {}
         out_dir = layout.directory(directory)
         for entry in [*manifest.get("shards", []), *manifest.get("val_shards", [])]:
-            shard, index = (
-                out_dir / entry["file"],
-                index_dir(layout, directory) / f"{entry['sha256']}.parquet",
-            )
+            shard, index = out_dir / entry["file"], filed_index(layout, directory, entry["sha256"])
             if not (shard.is_file() and index.is_file()) or shard.stat().st_size != entry["bytes"]:
                 continue
             shas[shard] = entry["sha256"]

@@ -55,7 +55,7 @@ from gui_assets.shard_records import (
 )
 from gui_assets.splits import MAIN, VAL
 from gui_assets.stats import BuildStats
-from gui_assets.unit_reuse import UnitKeys, file_results, link_back, revise_back, unit_keys
+from gui_assets.unit_reuse import UnitKeys, file_results, take_published, unit_keys
 from gui_assets.writers.frames import frame_size
 from gui_assets.writers.libero_hdf5 import LiberoShardWriter, picture_file
 from gui_assets.writers.preview_frames import (
@@ -227,9 +227,7 @@ def write_unit(
     shown = {e: ts for e, ts in plan.preview_steps.items() if e in wanted}
     keys = unit_keys(layout, directory, source, config, planned)
     frames = config.frame_codec in DIRECT_CODECS
-    result = link_back(layout, directory, keys, planned, staging, frames=frames) or revise_back(
-        layout, directory, keys, planned, staging, frames=frames
-    )
+    result = take_published(layout, directory, keys, planned, staging, frames=frames)
     if result is None:
         result = _write_pieces(layout, directory, source, config, planned, keys, shown, staging, threads)
     if hash_pieces:

@@ -33,7 +33,7 @@ from typing import Any
 from gui_assets.atomic import atomic_write_text
 from gui_assets.config import BuildConfig
 from gui_assets.episode_store import read_episode_table
-from gui_assets.frame_reuse import index_dir, index_file, library_versions
+from gui_assets.frame_reuse import filed_index, index_file, library_versions
 from gui_assets.layout import OutLayout
 from gui_assets.lineage import version_of
 from gui_assets.revision_patch import RevisionPatchError, copy_revised
@@ -115,7 +115,7 @@ def _published_by_sha(layout: OutLayout, directory: str) -> dict[str, Path]:
 def _frame_keys_kept(layout: OutLayout, directory: str, sha: str, frames: bool) -> bool:
     """The shard's frame keys, which publish files by its sha256, are still there (so the next
     build can take its frames back)."""
-    return not frames or (index_dir(layout, directory) / f"{sha}.parquet").is_file()
+    return not frames or filed_index(layout, directory, sha).is_file()
 
 
 def _filed(layout: OutLayout, directory: str, key: str) -> dict[str, Any] | None:
@@ -140,7 +140,7 @@ def _published_pieces(
     return pairs  # type: ignore[return-value]
 
 
-def link_back(
+def take_published(
     layout: OutLayout,
     directory: str,
     keys: UnitKeys,
@@ -149,27 +149,33 @@ def link_back(
     *,
     frames: bool,
 ) -> UnitResult | None:
-    """The unit's result with its pieces linked into `staging`, or None if it must be written
-    (`frames`: the codec files frame keys, which must still be there). The preview draws any
-    picture of its candidates the cache lacks from the shards."""
+    """The unit's result from the published shards, put into `staging`: linked back when nothing
+    it depends on changed, copied with the new revision when only the upstream revision did;
+    None if it must be written (`frames`: the codec files frame keys, which must still be
+    there). The preview draws any picture of its candidates the cache lacks from the shards."""
     recorded = _filed(layout, directory, keys.exact)
     pairs = None if recorded is None else _published_pieces(layout, directory, recorded, frames)
-    if recorded is None or pairs is None:
-        return None
+    if recorded is not None and pairs is not None:
+        return link_back(keys, planned, staging, recorded, pairs)
+    return _revise_back(layout, directory, keys, planned, staging, frames)
+
+
+def link_back(
+    keys: UnitKeys,
+    planned: PlannedUnit,
+    staging: Path,
+    recorded: dict[str, Any],
+    pairs: list[tuple[Path, Piece]],
+) -> UnitResult:
+    """The filed result of exactly this unit, its published shards linked into `staging`."""
     staging.mkdir(parents=True, exist_ok=True)
     for i, (src, piece) in enumerate(pairs):
         piece.file = f"piece_{i:04d}.hdf5"
         _link(src, staging / piece.file)
     stats = BuildStats.from_dict(recorded["stats"])
+    pieces = [p for _, p in pairs]
     return UnitResult(
-        planned.name,
-        planned.part,
-        [p for _, p in pairs],
-        stats,
-        keys.exact,
-        keys.unrevised,
-        keys.revision,
-        LINKED,
+        planned.name, planned.part, pieces, stats, keys.exact, keys.unrevised, keys.revision, LINKED
     )
 
 
@@ -180,14 +186,8 @@ def _link(src: Path, dst: Path) -> None:
         shutil.copyfile(src, dst)
 
 
-def revise_back(
-    layout: OutLayout,
-    directory: str,
-    keys: UnitKeys,
-    planned: PlannedUnit,
-    staging: Path,
-    *,
-    frames: bool,
+def _revise_back(
+    layout: OutLayout, directory: str, keys: UnitKeys, planned: PlannedUnit, staging: Path, frames: bool
 ) -> UnitResult | None:
     """The unit's result with the published shards of a unit that differed only by the upstream
     revision copied into `staging` with the new revision; None if there is none or the copy
@@ -195,7 +195,9 @@ def revise_back(
     if not keys.unrevised or keys.revision is None:
         return None
     try:
-        alias = json.loads((_index(layout, directory) / UNREVISED_DIR / f"{keys.unrevised}.json").read_text())
+        alias = json.loads(
+            (_index(layout, directory) / UNREVISED_DIR / f"{keys.unrevised}.json").read_text("utf-8")
+        )
     except (OSError, ValueError):
         return None
     recorded = _filed(layout, directory, str(alias.get("key", "")))
@@ -218,7 +220,7 @@ def revise_back(
             drawn = cache.path(old_piece.sha256 or "")
             if drawn.is_file():
                 _link(drawn, picture_file(staging / piece.file))
-            frame_keys = index_dir(layout, directory) / f"{old_piece.sha256}.parquet"
+            frame_keys = filed_index(layout, directory, old_piece.sha256 or "")
             if frame_keys.is_file():
                 _link(frame_keys, index_file(staging / piece.file))
             pieces.append(piece)

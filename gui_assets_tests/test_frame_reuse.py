@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from benchmarks.frames import write_mirror
-from gui_assets import sharding, unit_reuse
+from gui_assets import unit_reuse
 from gui_assets.adapters.mind2web import REPO_ID
 from gui_assets.config import BuildConfig
 from gui_assets.frame_reuse import FrameReuse
@@ -63,7 +63,7 @@ def counted(monkeypatch) -> dict[str, int]:
     """Steps whose chunks were taken back, and units linked back, counted where they happen
     (not from the log, whose handlers other tests' Dagster runs reconfigure)."""
     counts = {"steps": 0, "units": 0}
-    chunks = FrameReuse.chunks
+    chunks, link_back = FrameReuse.chunks, unit_reuse.link_back
 
     def counting_chunks(self, keys):
         got = chunks(self, keys)
@@ -71,12 +71,12 @@ def counted(monkeypatch) -> dict[str, int]:
         return got
 
     def counting_link_back(*args, **kwargs):
-        got = unit_reuse.link_back(*args, **kwargs)
+        got = link_back(*args, **kwargs)
         counts["units"] += got is not None
         return got
 
     monkeypatch.setattr(FrameReuse, "chunks", counting_chunks)
-    monkeypatch.setattr(sharding, "link_back", counting_link_back)
+    monkeypatch.setattr(unit_reuse, "link_back", counting_link_back)
     return counts
 
 
