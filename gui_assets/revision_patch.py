@@ -8,21 +8,28 @@ prefix of its own beyond the object's, no checksum, no compression), so a revisi
 length replaced in place gives exactly the bytes a fresh writer makes.
 
 `copy_revised` copies the old shard and writes the new revision over each `"revision": "<old>"`
-of a `source_ref`. It refuses (`RevisionPatchError`, and the caller
-writes the unit the ordinary way) unless the old revision appears exactly once per demo and
-nowhere else, the new one has the same length, and the copy reads back with the new revision
-in every demo.
+of a `source_ref`; the copy's hash comes from the same read that finds them. It
+refuses (`RevisionPatchError`, and the caller writes the unit the ordinary way) unless the old
+revision appears exactly once per demo and nowhere else, the new one has the same length, and
+the copy reads back with the new revision in every demo.
 """
 
 from __future__ import annotations
 
+import errno
+import hashlib
 import json
+import os
 import shutil
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import h5py
 
 _BLOCK = 16 << 20
+# copy_file_range cannot serve these files here: across file systems on old kernels, or not at all
+_NO_COPY_RANGE = {errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.EBADF}
 
 
 class RevisionPatchError(Exception):
@@ -34,33 +41,46 @@ def revision_needle(revision: str) -> bytes:
     return json.dumps({"revision": revision})[1:-1].encode("utf-8")
 
 
-def _find_all(path: Path, needles: tuple[bytes, ...]) -> list[list[int]]:
-    """Offsets of each needle in the file, in one pass a block at a time (a mapped file would
-    count a whole shard in the process's resident memory)."""
-    found: list[list[int]] = [[] for _ in needles]
-    keep = max(len(n) for n in needles) - 1  # a match may straddle two blocks
-    with path.open("rb") as fh:
-        tail, offset = b"", 0  # the end of the last window; the file offset of the next block
-        while block := fh.read(_BLOCK):
-            window, base = tail + block, offset - len(tail)
-            for needle, spots in zip(needles, found, strict=True):
-                at = window.find(needle)
-                while at >= 0:
-                    if at + len(needle) > len(tail):  # not wholly in the tail: not found before
-                        spots.append(base + at)
-                    at = window.find(needle, at + 1)
-            tail = window[-keep:] if keep else b""
-            offset += len(block)
-    return found
+@dataclass(frozen=True, slots=True)
+class Scan:
+    spots: list[int]  # file offsets of the old revision inside a source_ref's `"revision": "..."`
+    anywhere: int  # every appearance of the old revision, in context or not
+    sha256: str  # of the file with the new revision at every spot
 
 
-def _offsets(path: Path, old: bytes, context: bytes) -> list[int]:
-    """Offsets of `old` in the file, each checked to sit inside `context`."""
-    in_context, anywhere = _find_all(path, (context, old))
-    if len(anywhere) != len(in_context):
-        raise RevisionPatchError(f"{path.name}: the old revision appears outside a source_ref")
+def _scan(src: Path, old: bytes, new: bytes, context: bytes) -> Scan:
+    """One sequential read of `src`: where `old` sits inside `context`, how often it appears at
+    all, and the sha256 the file will have once `new` is written over each such spot (so publish
+    need not read the copy again). A block's last bytes are held back and searched again with the
+    next block, so an appearance cut by a block's edge is seen whole, and seen once. One buffer
+    serves every block: a fresh one a block costs more than the search."""
+    keep = len(context) - 1
     lead = context.index(old)
-    return [at + lead for at in in_context]
+    digest = hashlib.sha256()
+    spots: list[int] = []
+    anywhere = 0
+    buf = bytearray(keep + _BLOCK)
+    view = memoryview(buf)
+    with src.open("rb", buffering=0) as fh:
+        held = start = 0  # bytes at the front of buf held back; the file offset of buf[0]
+        while n := fh.readinto(view[held:]):
+            end = held + n
+            at = buf.find(old, 0, end)
+            while at >= 0:
+                anywhere += at + len(old) > held  # wholly in the held bytes: counted last block
+                at = buf.find(old, at + 1, end)
+            at = buf.find(context, 0, end)  # never wholly in the held bytes, which are shorter
+            while at >= 0:
+                buf[at + lead : at + lead + len(new)] = new
+                spots.append(start + at + lead)
+                at = buf.find(context, at + 1, end)
+            cut = max(0, end - keep)
+            digest.update(view[:cut])
+            buf[: end - cut] = buf[cut:end]
+            held, start = end - cut, start + cut
+        digest.update(view[:held])
+    view.release()
+    return Scan(spots, anywhere, digest.hexdigest())
 
 
 def _check_revised(path: Path, revision: str, demos: int) -> None:
@@ -74,18 +94,42 @@ def _check_revised(path: Path, revision: str, demos: int) -> None:
             raise RevisionPatchError(f"{path.name}: {len(names)} demos, expected {demos}")
 
 
-def copy_revised(src: Path, dst: Path, old_revision: str, new_revision: str, demos: int) -> None:
-    """Copy `src` to `dst` with every demo's revision changed (the copy is the kernel's; only the
-    revisions are written from here)."""
+def clone(src: Path, dst: Path) -> None:
+    """Copy `src` to `dst` in the kernel with copy_file_range, which on a file system with shared
+    extents (XFS with reflink, btrfs) shares the blocks instead of writing them; shutil's copy
+    where the call is not there or refuses these files."""
+    try:
+        with src.open("rb") as fin, dst.open("wb") as fout:
+            left = os.fstat(fin.fileno()).st_size
+            while left > 0:
+                done = os.copy_file_range(fin.fileno(), fout.fileno(), left)
+                if done == 0:
+                    raise OSError(errno.EIO, f"{src} ended {left} bytes early")
+                left -= done
+    except (AttributeError, OSError) as e:
+        if isinstance(e, OSError) and e.errno not in _NO_COPY_RANGE:
+            raise
+        shutil.copyfile(src, dst)
+
+
+def copy_revised(src: Path, dst: Path, old_revision: str, new_revision: str, demos: int) -> str:
+    """Copy `src` to `dst` with every demo's revision changed; the copy's sha256. The kernel
+    copies while a thread scans and hashes the source as patched; only the revisions are then
+    written from here."""
     old, new = old_revision.encode("utf-8"), new_revision.encode("utf-8")
     if len(old) != len(new) or not old:
         raise RevisionPatchError(f"revisions differ in length ({old_revision!r} -> {new_revision!r})")
-    spots = _offsets(src, old, revision_needle(old_revision))
-    if len(spots) != demos:
-        raise RevisionPatchError(f"{src.name}: {len(spots)} source_ref revisions for {demos} demos")
-    shutil.copyfile(src, dst)
+    with ThreadPoolExecutor(1, thread_name_prefix="gui-assets-revise") as pool:
+        scanning = pool.submit(_scan, src, old, new, revision_needle(old_revision))
+        clone(src, dst)
+        scan = scanning.result()
+    if scan.anywhere != len(scan.spots):
+        raise RevisionPatchError(f"{src.name}: the old revision appears outside a source_ref")
+    if len(scan.spots) != demos:
+        raise RevisionPatchError(f"{src.name}: {len(scan.spots)} source_ref revisions for {demos} demos")
     with dst.open("r+b") as fh:
-        for at in spots:
+        for at in scan.spots:
             fh.seek(at)
             fh.write(new)
     _check_revised(dst, new_revision, demos)
+    return scan.sha256

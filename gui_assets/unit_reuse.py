@@ -14,9 +14,9 @@ not change the shards, and the preview draws from the shards any picture the cac
 Every demo records the partition's upstream revision, so an upstream change moves every unit's
 key. A unit whose episodes differ from a published unit's only by that revision (the same
 `unrevised` key: episodes by their `unrevised_hash`) is copied from the published shards with
-the new revision put in place (`revision_patch`), one sequential read and write per shard. So a
-one-row edit rewrites the unit holding that row, and the others cost a copy each. Units that do
-change still take their unchanged steps' frames back (`frame_reuse`).
+the new revision put in place (`revision_patch`): one sequential read and write per shard, which
+also hashes the copy. So a one-row edit rewrites the unit holding that row, and the others cost
+a copy each. Units that do change still take their unchanged steps' frames back (`frame_reuse`).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from gui_assets.episode_store import read_episode_table
 from gui_assets.frame_reuse import filed_index, index_file, library_versions
 from gui_assets.layout import OutLayout
 from gui_assets.lineage import version_of
-from gui_assets.revision_patch import RevisionPatchError, copy_revised
+from gui_assets.revision_patch import RevisionPatchError, clone, copy_revised
 from gui_assets.shard_records import LINKED, REVISED, Piece, PlannedUnit, UnitResult
 from gui_assets.stats import BuildStats
 from gui_assets.writers.libero_hdf5 import picture_file
@@ -183,7 +183,7 @@ def _link(src: Path, dst: Path) -> None:
     try:
         os.link(src, dst)
     except OSError:  # another file system: a copy (published files are never written in place)
-        shutil.copyfile(src, dst)
+        clone(src, dst)
 
 
 def _revise_back(
@@ -215,7 +215,7 @@ def _revise_back(
             piece = Piece(
                 f"piece_{i:04d}.hdf5", old_piece.demos, old_piece.steps, old_piece.bytes, old_piece.frame_hw
             )
-            copy_revised(src, staging / piece.file, old, keys.revision, piece.demos)
+            piece.sha256 = copy_revised(src, staging / piece.file, old, keys.revision, piece.demos)
             # Its pictures and frame keys are the old shard's: publish files them under the new hash.
             drawn = cache.path(old_piece.sha256 or "")
             if drawn.is_file():

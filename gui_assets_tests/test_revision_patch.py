@@ -3,6 +3,7 @@ that revision, and the copy is refused whenever that cannot be promised."""
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import shutil
@@ -55,8 +56,8 @@ def test_a_revised_copy_is_the_shard_written_with_the_new_revision(tmp_path, sto
     fresh = _shard(tmp_path, store, NEW, "fresh")
     assert _sha(old) != _sha(fresh)
     copy = tmp_path / "copy.hdf5"
-    copy_revised(old, copy, OLD, NEW, demos=3)
-    assert _sha(copy) == _sha(fresh)
+    sha = copy_revised(old, copy, OLD, NEW, demos=3)
+    assert _sha(copy) == _sha(fresh) == sha  # the hash it reports is of the bytes it wrote
     with h5py.File(copy) as f:
         assert {json.loads(f["data"][d].attrs["source_ref"])["revision"] for d in f["data"]} == {NEW}
 
@@ -97,12 +98,41 @@ def test_a_copy_that_does_not_read_back_is_refused(tmp_path, store):
 
 
 def test_revisions_across_block_edges_are_each_found_once(tmp_path, monkeypatch):
-    """The search reads blocks; a needle cut by a block's edge is found, and found once."""
+    """The scan reads blocks; a needle cut by a block's edge is found and counted once, and so is
+    a bare revision cut by one."""
     monkeypatch.setattr(revision_patch, "_BLOCK", 7)
-    needle = revision_patch.revision_needle(OLD)
-    data = b"x" * 5 + needle + b"y" * 13 + needle + needle + b"z" * 3
-    path = tmp_path / "blob"
-    path.write_bytes(data)
-    spots = revision_patch._offsets(path, OLD.encode(), needle)
+    needle, replacement = revision_patch.revision_needle(OLD), revision_patch.revision_needle(NEW)
+    data = b"x" * 5 + needle + b"y" * 13 + needle + needle + b"z" * 3 + OLD.encode() + b"w" * 11
+    src, dst = tmp_path / "blob", tmp_path / "copy"
+    src.write_bytes(data)
+    scan = revision_patch._scan(src, OLD.encode(), NEW.encode(), needle)
     lead = needle.index(OLD.encode())
-    assert spots == [5 + lead, 5 + len(needle) + 13 + lead, 5 + 2 * len(needle) + 13 + lead]
+    assert scan.spots == [5 + lead, 5 + len(needle) + 13 + lead, 5 + 2 * len(needle) + 13 + lead]
+    assert scan.anywhere == 4
+    dst.write_bytes(data.replace(needle, replacement))
+    assert scan.sha256 == _sha(dst)  # the hash of the file as it will be once patched
+
+
+@pytest.mark.parametrize("refusal", [OSError(errno.EXDEV, "cross-device"), AttributeError("none here")])
+def test_a_clone_the_kernel_cannot_make_is_copied(tmp_path, monkeypatch, refusal):
+    src = tmp_path / "src.bin"
+    src.write_bytes(bytes(range(256)) * 5000)
+
+    def refuse(*args: object) -> int:
+        raise refusal
+
+    monkeypatch.setattr(revision_patch.os, "copy_file_range", refuse)
+    revision_patch.clone(src, tmp_path / "dst.bin")
+    assert (tmp_path / "dst.bin").read_bytes() == src.read_bytes()
+
+
+def test_a_clone_that_fails_otherwise_says_so(tmp_path, monkeypatch):
+    src = tmp_path / "src.bin"
+    src.write_bytes(b"x" * 1000)
+
+    def fail(*args: object) -> int:
+        raise OSError(errno.EIO, "I/O error")
+
+    monkeypatch.setattr(revision_patch.os, "copy_file_range", fail)
+    with pytest.raises(OSError, match="I/O error"):
+        revision_patch.clone(src, tmp_path / "dst.bin")
