@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
@@ -162,18 +161,3 @@ class BuildConfig:
         }
         d["source_options"] = {k: dict(v) for k, v in sorted(self.source_options.items())}
         return d
-
-
-def frame_deflater(config: BuildConfig) -> Callable[[bytes | memoryview], bytes]:
-    """The zlib-stream compressor a frame chunk gets under `config`: ISA-L at isal_level for
-    "isal", libdeflate at libdeflate_level for "libdeflate", zlib at gzip_level (what HDF5's
-    filter does) for "gzip". All release the GIL."""
-    if config.frame_codec == "isal":
-        from isal import isal_zlib  # imported where used: the gzip fallback must not need it
-
-        return lambda data: isal_zlib.compress(data, config.isal_level)
-    if config.frame_codec == "libdeflate":
-        from imagecodecs import deflate_encode
-
-        return lambda data: deflate_encode(data, level=config.libdeflate_level)
-    return lambda data: zlib.compress(data, config.gzip_level)

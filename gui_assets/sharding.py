@@ -35,7 +35,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from gui_assets.atomic import atomic_write_text, sha256_files, sweep_temps, temp_path
-from gui_assets.config import DIRECT_CODECS, BuildConfig, frame_deflater
+from gui_assets.config import DIRECT_CODECS, BuildConfig
 from gui_assets.cursor import EYE_SIZE
 from gui_assets.episode_store import STEPS_FILE, ImageStore, iter_episodes, read_episode_table
 from gui_assets.errors import EmptyPartitionError
@@ -56,7 +56,7 @@ from gui_assets.shard_records import (
 from gui_assets.splits import MAIN, VAL
 from gui_assets.stats import BuildStats
 from gui_assets.unit_reuse import UnitKeys, file_results, take_published, unit_keys
-from gui_assets.writers.frames import frame_size
+from gui_assets.writers.frames import frame_deflater, frame_size
 from gui_assets.writers.libero_hdf5 import LiberoShardWriter, picture_file
 from gui_assets.writers.preview_frames import (
     CANDIDATES,

@@ -102,11 +102,6 @@ def _versions(home: Path) -> dict[str, str]:
         return out
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="open bug (issue 29): now and then one rebuild stores one frame chunk as another valid "
-    "ISA-L stream of the same pixels (one match decision differs); cause not yet found",
-)
 def test_ten_rebuilds_under_load_give_the_same_bytes_and_versions(tmp_path, hogs):
     mirror = tmp_path / "mirror"
     write_mirror(mirror, steps=30, width=1280, height=1080, episode_len=6, jobs=2)

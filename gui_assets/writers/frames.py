@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 import zlib
 from collections import Counter, deque
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -22,14 +22,28 @@ import numpy as np
 from PIL import Image
 
 from gui_assets.budget import ByteBudget
-from gui_assets.config import DIRECT_CODECS, BuildConfig, frame_deflater, usable_cpus
+from gui_assets.config import DIRECT_CODECS, BuildConfig, usable_cpus
 from gui_assets.cursor import EYE_SIZE, SCREEN_CENTRE, eye_rect, eye_window, next_cursor
 from gui_assets.drops import DropReason
 from gui_assets.episode_store import ImageStore
 from gui_assets.frame_reuse import FrameReuse, geometry, step_key
 from gui_assets.images import ImageError, decode_cost, decode_rgb, image_size, window_pixels
 from gui_assets.ir import GuiEpisode
+from gui_assets.stable_isal import isal_compressor
 from gui_assets.writers.preview_frames import StepPictures, pictures
+
+
+def frame_deflater(config: BuildConfig) -> Callable[[bytes | memoryview], bytes]:
+    """The zlib-stream compressor a frame chunk gets under `config`: ISA-L at isal_level for
+    "isal", libdeflate at libdeflate_level for "libdeflate", zlib at gzip_level (what HDF5's
+    filter does) for "gzip". All release the GIL."""
+    if config.frame_codec == "isal":
+        return isal_compressor(config.isal_level)  # the same bytes on every thread (stable_isal)
+    if config.frame_codec == "libdeflate":
+        from imagecodecs import deflate_encode
+
+        return lambda data: deflate_encode(data, level=config.libdeflate_level)
+    return lambda data: zlib.compress(data, config.gzip_level)
 
 
 def eye_crop(frame: np.ndarray, x0: int, y0: int) -> np.ndarray:

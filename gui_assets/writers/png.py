@@ -15,6 +15,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from gui_assets.stable_isal import isal_compressor
+
 try:  # ISA-L: deflate and CRC-32 several times faster than zlib, same streams
     from isal.isal_zlib import compress as _isal_compress
     from isal.isal_zlib import crc32 as _crc32
@@ -35,7 +37,7 @@ def _chunk(kind: bytes, body: bytes | memoryview) -> bytes:
 def deflater(level: int) -> Callable[[memoryview], bytes]:
     """ISA-L at `level` (0-3) when installed, else zlib at a level of about its ratio."""
     if _isal_compress is not None:
-        return lambda data: _isal_compress(data, level)
+        return isal_compressor(level)  # the same bytes on every thread (see stable_isal)
     return lambda data: zlib.compress(data, min(9, 2 * level + 1))  # pragma: no cover
 
 
