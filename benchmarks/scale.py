@@ -152,6 +152,7 @@ def _stage_commands(work: Path, env: dict[str, str], out: Path, steps: int, tag:
     for stage in STAGES:
         log = work / f"scale-{tag}-{stage}.log"
         before_bytes = _du(out)
+        os.sync()  # the last command's writes reach the disk first: each is timed on its own
         with DiskSampler(out) as disk, log.open("wb") as fh:
             start_used = disk.peak
             t = time.perf_counter()

@@ -6,9 +6,9 @@ the address of the `isal_zstream` it was given, not from the input. Where positi
 so which matches the compressor finds thousands of bytes later (a match back to position 2 plus
 a multiple of 32 KiB, or one it misses because that bucket was taken), depends on bits 16-47 of
 that address. python-isal keeps the struct on the calling thread's C stack, so the same pixels
-now and then deflate to another valid stream on another thread or in another process. The odd
-chunk of a build kept here traces back to it: with the struct at an address of the right bucket
-(1 of 32,768), ISA-L writes exactly the stream that build stored.
+now and then deflate to another valid stream on another thread or in another process. Both odd
+chunks kept from such builds trace back to it: with the struct at an address of one bucket in
+32,768, ISA-L writes exactly the stream the odd build stored.
 
 Here each thread's struct lives in a mapping of its own at an address whose bits 16-47 hash to
 one fixed bucket (the hash is CRC-32C, linear in those bits, so such addresses are many), and
