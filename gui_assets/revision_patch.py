@@ -29,7 +29,7 @@ import h5py
 
 _BLOCK = 16 << 20
 # copy_file_range cannot serve these files here: across file systems on old kernels, or not at all
-_NO_COPY_RANGE = {errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.EBADF}
+_NO_COPY_RANGE = {errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EBADF}
 
 
 class RevisionPatchError(Exception):
@@ -43,9 +43,12 @@ def revision_needle(revision: str) -> bytes:
 
 @dataclass(frozen=True, slots=True)
 class Scan:
+    """What one read of a published shard found, and the hash of its revised copy."""
+
     spots: list[int]  # file offsets of the old revision inside a source_ref's `"revision": "..."`
     anywhere: int  # every appearance of the old revision, in context or not
     sha256: str  # of the file with the new revision at every spot
+    size: int  # bytes read: the copy must have as many for the hash to be its own
 
 
 def _scan(src: Path, old: bytes, new: bytes, context: bytes) -> Scan:
@@ -80,7 +83,7 @@ def _scan(src: Path, old: bytes, new: bytes, context: bytes) -> Scan:
             held, start = end - cut, start + cut
         digest.update(view[:held])
     view.release()
-    return Scan(spots, anywhere, digest.hexdigest())
+    return Scan(spots, anywhere, digest.hexdigest(), start + held)
 
 
 def _check_revised(path: Path, revision: str, demos: int) -> None:
@@ -97,14 +100,16 @@ def _check_revised(path: Path, revision: str, demos: int) -> None:
 def clone(src: Path, dst: Path) -> None:
     """Copy `src` to `dst` in the kernel with copy_file_range, which on a file system with shared
     extents (XFS with reflink, btrfs) shares the blocks instead of writing them; shutil's copy
-    where the call is not there or refuses these files."""
+    where the call is not there, refuses these files or stops short."""
+    if dst.exists() and os.path.samefile(src, dst):  # opening dst would empty src
+        raise shutil.SameFileError(f"{src} and {dst} are the same file")
     try:
         with src.open("rb") as fin, dst.open("wb") as fout:
             left = os.fstat(fin.fileno()).st_size
             while left > 0:
                 done = os.copy_file_range(fin.fileno(), fout.fileno(), left)
-                if done == 0:
-                    raise OSError(errno.EIO, f"{src} ended {left} bytes early")
+                if done == 0:  # some file systems answer a copy they cannot make with 0
+                    raise OSError(errno.ENOTSUP, f"copy_file_range stopped {left} bytes short")
                 left -= done
     except (AttributeError, OSError) as e:
         if isinstance(e, OSError) and e.errno not in _NO_COPY_RANGE:
@@ -119,6 +124,8 @@ def copy_revised(src: Path, dst: Path, old_revision: str, new_revision: str, dem
     old, new = old_revision.encode("utf-8"), new_revision.encode("utf-8")
     if len(old) != len(new) or not old:
         raise RevisionPatchError(f"revisions differ in length ({old_revision!r} -> {new_revision!r})")
+    if old not in revision_needle(old_revision) or new not in revision_needle(new_revision):
+        raise RevisionPatchError(f"a revision JSON escapes ({old_revision!r} -> {new_revision!r})")
     with ThreadPoolExecutor(1, thread_name_prefix="gui-assets-revise") as pool:
         scanning = pool.submit(_scan, src, old, new, revision_needle(old_revision))
         clone(src, dst)
@@ -127,6 +134,8 @@ def copy_revised(src: Path, dst: Path, old_revision: str, new_revision: str, dem
         raise RevisionPatchError(f"{src.name}: the old revision appears outside a source_ref")
     if len(scan.spots) != demos:
         raise RevisionPatchError(f"{src.name}: {len(scan.spots)} source_ref revisions for {demos} demos")
+    if dst.stat().st_size != scan.size:
+        raise RevisionPatchError(f"{src.name}: the copy has {dst.stat().st_size} bytes, the read {scan.size}")
     with dst.open("r+b") as fh:
         for at in scan.spots:
             fh.seek(at)

@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import errno
 import functools
 import logging
 import mmap
+import os
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -47,6 +49,7 @@ _WINDOW_BITS = 15
 _FIRST_OUTPUT = 16 * _K  # python-isal's first output step; it doubles the buffer when full
 _STATE_BYTES = 96 * _K  # isal_zstate, about 82 KB: the hash history buffer and level 0's table
 _MAPPING = 128 * _K
+_MAX_INPUT = (1 << 32) - (1 << 20)  # avail_in and the output bound stay below 2**32
 
 _BUCKET = 0x2F1D  # where every thread's struct files position 2 (any fixed value would do)
 _BUCKET_BITS = 0xFFFF  # covers every level's hash mask (level 2's is 0x7FFF)
@@ -125,6 +128,7 @@ class _Libc:
 
 
 _MAP_FIXED_NOREPLACE = 0x100000  # Linux 4.17+; an older kernel takes it as a hint, which we check
+_MAX_TRIES = 256  # addresses tried before giving up (each taken one costs a failed mmap)
 
 
 class _Mappings:
@@ -144,18 +148,20 @@ class _Mappings:
                 self._libc, self._candidates = _Libc(), _addresses()
             libc = self._libc
             assert libc is not None
-            for wanted in self._candidates:
+            for _, wanted in zip(range(_MAX_TRIES), self._candidates, strict=False):
                 flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | _MAP_FIXED_NOREPLACE
                 got = libc.mmap(wanted, _MAPPING, mmap.PROT_READ | mmap.PROT_WRITE, flags, -1, 0)
                 if got == wanted:
                     return wanted
-                if got not in (None, ctypes.c_void_p(-1).value):
+                failed = got in (None, ctypes.c_void_p(-1).value)
+                if not failed:
                     libc.munmap(got, _MAPPING)  # taken as a hint and placed elsewhere
+                elif ctypes.get_errno() != errno.EEXIST:  # not a taken address: no other will do
+                    raise StableIsalError(f"mmap at {wanted:#x}: {os.strerror(ctypes.get_errno())}")
             raise StableIsalError("no free address for an ISA-L stream in a fixed hash bucket")
 
     def give_back(self, address: int) -> None:
-        with self._lock:
-            self._free.append(address)
+        self._free.append(address)  # atomic, and no lock: a slot may die inside take()
 
 
 _MAPPINGS = _Mappings()
@@ -205,13 +211,15 @@ class StableIsal:
             level_buf = ctypes.create_string_buffer(max(1, LEVEL_BUF_BYTES[self.level]))
             out = ctypes.create_string_buffer(0)
             slot = self._local.slot = _Slot(_MAPPINGS.take(), level_buf, out, pooled=True)
-        bound = size + size // 8 + 64 * _K  # ISA-L's worst case is stored blocks: 5 B a 64 KiB
+        bound = size + size // 8 + 64 * _K  # room for stored blocks; a longer stream grows it
         if len(slot.out) < bound:
             slot.out = ctypes.create_string_buffer(bound)
         return slot
 
     def __call__(self, data: bytes | memoryview) -> bytes:
         source = np.frombuffer(data, np.uint8)  # no copy; read-only is fine
+        if source.size > _MAX_INPUT:  # ISA-L counts in 32 bits; python-isal feeds such input in parts
+            raise StableIsalError(f"{source.size} bytes is more than one ISA-L call takes")
         return self.deflate_at(self._slot(source.size), source)
 
     def deflate_at(self, slot: _Slot, source: np.ndarray) -> bytes:

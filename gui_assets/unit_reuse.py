@@ -14,13 +14,15 @@ not change the shards, and the preview draws from the shards any picture the cac
 Every demo records the partition's upstream revision, so an upstream change moves every unit's
 key. A unit whose episodes differ from a published unit's only by that revision (the same
 `unrevised` key: episodes by their `unrevised_hash`) is copied from the published shards with
-the new revision put in place (`revision_patch`): one sequential read and write per shard, which
-also hashes the copy. So a one-row edit rewrites the unit holding that row, and the others cost
-a copy each. Units that do change still take their unchanged steps' frames back (`frame_reuse`).
+the new revision put in place (`revision_patch`): the kernel copies each shard while one read
+of it finds the revisions and hashes the copy to be. So a one-row edit rewrites the unit holding
+that row, and the others cost a copy each. Units that do change still take their unchanged
+steps' frames back (`frame_reuse`).
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import logging
@@ -182,7 +184,9 @@ def link_back(
 def _link(src: Path, dst: Path) -> None:
     try:
         os.link(src, dst)
-    except OSError:  # another file system: a copy (published files are never written in place)
+    except OSError as e:  # another file system, or none of links: a copy (never written in place)
+        if e.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP):
+            raise
         clone(src, dst)
 
 

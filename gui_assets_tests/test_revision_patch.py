@@ -136,3 +136,27 @@ def test_a_clone_that_fails_otherwise_says_so(tmp_path, monkeypatch):
     monkeypatch.setattr(revision_patch.os, "copy_file_range", fail)
     with pytest.raises(OSError, match="I/O error"):
         revision_patch.clone(src, tmp_path / "dst.bin")
+
+
+def test_a_clone_the_kernel_stops_short_is_copied(tmp_path, monkeypatch):
+    """Some file systems answer a copy they cannot make with 0 bytes copied."""
+    src = tmp_path / "src.bin"
+    src.write_bytes(bytes(range(256)) * 5000)
+    monkeypatch.setattr(revision_patch.os, "copy_file_range", lambda *args: 0)
+    revision_patch.clone(src, tmp_path / "dst.bin")
+    assert (tmp_path / "dst.bin").read_bytes() == src.read_bytes()
+
+
+def test_a_clone_onto_its_own_source_is_refused_and_the_source_kept(tmp_path):
+    src = tmp_path / "src.bin"
+    src.write_bytes(b"published" * 1000)
+    (tmp_path / "link.bin").hardlink_to(src)
+    with pytest.raises(shutil.SameFileError):
+        revision_patch.clone(src, tmp_path / "link.bin")
+    assert src.read_bytes() == b"published" * 1000
+
+
+def test_a_revision_json_escapes_is_refused(tmp_path, store):
+    old = _shard(tmp_path, store, OLD, "old")
+    with pytest.raises(RevisionPatchError, match="escapes"):
+        copy_revised(old, tmp_path / "copy.hdf5", OLD, 'mirror-7a7882ed3fe2c4"9', demos=3)

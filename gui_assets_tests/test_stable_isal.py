@@ -10,6 +10,7 @@ same bytes, and the bytes are python-isal's own wherever the bucket does not mat
 from __future__ import annotations
 
 import ctypes
+import errno
 import hashlib
 import mmap
 import platform
@@ -80,10 +81,12 @@ def test_every_thread_and_slot_gives_the_same_bytes():
     compressor = StableIsal(2)
     bucket = stable_isal._BUCKET & 0x7FFF
     data = _recurring(bucket)
-    found = compressor.deflate_at(_slot_at_bucket(compressor, bucket, 0x7FFF), np.frombuffer(data, np.uint8))
+    source = np.frombuffer(data, np.uint8)
+    found = compressor.deflate_at(_slot_at_bucket(compressor, bucket, 0x7FFF), source)
     inputs = [data, np.random.default_rng(1).integers(0, 4, 300_000, dtype=np.uint8).tobytes()]
     first = [compressor(x) for x in inputs]
-    assert first[0] == found
+    elsewhere = compressor.deflate_at(_slot_at_bucket(compressor, bucket ^ 1, 0x7FFF), source)
+    assert first[0] == found != elsewhere  # the bucket does decide this input's stream
     with ThreadPoolExecutor(8) as pool:  # eight threads: eight slots at eight addresses
         for _ in range(3):
             assert list(pool.map(lambda _: [compressor(x) for x in inputs], range(16))) == [first] * 16
@@ -116,7 +119,7 @@ def test_streams_are_python_isals_where_the_bucket_does_not_matter(level):
         assert ours == isal_zlib.compress(data, level)
 
 
-def test_incompressible_input_past_the_output_bound_grows_the_buffer():
+def test_incompressible_input_grows_the_output_buffer_keeping_its_bytes():
     data = np.random.default_rng(3).integers(0, 256, 3 << 20, dtype=np.uint8).tobytes()
     ours = StableIsal(2)(data)
     assert len(ours) > len(data) and zlib.decompress(ours) == data
@@ -132,3 +135,27 @@ def test_a_memoryview_of_an_array_is_read_in_place():
 def test_an_unknown_level_is_refused():
     with pytest.raises(ValueError, match="level 4"):
         StableIsal(4)
+
+
+def test_a_platform_that_refuses_the_mapping_gets_python_isals_call(monkeypatch, caplog):
+    """No struct can be placed (here mmap fails with ENOMEM): the compressor says so in the log
+    and falls back to python-isal's own call, after one try, not a search of every address."""
+    tries = []
+
+    class Refusing(stable_isal._Libc):
+        def __init__(self) -> None:
+            super().__init__()
+            self.mmap = self._refuse
+
+        def _refuse(self, *args: object) -> int:
+            tries.append(args[0])
+            ctypes.set_errno(errno.ENOMEM)
+            return ctypes.c_void_p(-1).value or 0
+
+    monkeypatch.setattr(stable_isal, "_Libc", Refusing)
+    monkeypatch.setattr(stable_isal, "_MAPPINGS", stable_isal._Mappings())
+    with caplog.at_level("WARNING", logger="gui_assets.stable_isal"):
+        compress = stable_isal.isal_compressor.__wrapped__(2)
+    assert len(tries) == 1 and "Cannot allocate memory" in caplog.text
+    data = _recurring()
+    assert compress(data) == isal_zlib.compress(data, 2)
