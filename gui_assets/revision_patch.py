@@ -124,18 +124,20 @@ def copy_revised(src: Path, dst: Path, old_revision: str, new_revision: str, dem
     old, new = old_revision.encode("utf-8"), new_revision.encode("utf-8")
     if len(old) != len(new) or not old:
         raise RevisionPatchError(f"revisions differ in length ({old_revision!r} -> {new_revision!r})")
-    if old not in revision_needle(old_revision) or new not in revision_needle(new_revision):
+    context = revision_needle(old_revision)
+    if old not in context or new not in revision_needle(new_revision):
         raise RevisionPatchError(f"a revision JSON escapes ({old_revision!r} -> {new_revision!r})")
     with ThreadPoolExecutor(1, thread_name_prefix="gui-assets-revise") as pool:
-        scanning = pool.submit(_scan, src, old, new, revision_needle(old_revision))
+        scanning = pool.submit(_scan, src, old, new, context)
         clone(src, dst)
         scan = scanning.result()
     if scan.anywhere != len(scan.spots):
         raise RevisionPatchError(f"{src.name}: the old revision appears outside a source_ref")
     if len(scan.spots) != demos:
         raise RevisionPatchError(f"{src.name}: {len(scan.spots)} source_ref revisions for {demos} demos")
-    if dst.stat().st_size != scan.size:
-        raise RevisionPatchError(f"{src.name}: the copy has {dst.stat().st_size} bytes, the read {scan.size}")
+    copied = dst.stat().st_size
+    if copied != scan.size:
+        raise RevisionPatchError(f"{src.name}: the copy has {copied} bytes, the read {scan.size}")
     with dst.open("r+b") as fh:
         for at in scan.spots:
             fh.seek(at)

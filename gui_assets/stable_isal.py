@@ -82,6 +82,7 @@ class StableIsalError(RuntimeError):
     """ISA-L could not be driven this way here (no exported symbols, or no such mapping)."""
 
 
+@functools.cache
 def _crc32c_table() -> np.ndarray:
     table = np.arange(256, dtype=np.uint32)
     for _ in range(8):
@@ -153,11 +154,10 @@ class _Mappings:
                 got = libc.mmap(wanted, _MAPPING, mmap.PROT_READ | mmap.PROT_WRITE, flags, -1, 0)
                 if got == wanted:
                     return wanted
-                failed = got in (None, ctypes.c_void_p(-1).value)
-                if not failed:
+                if got not in (None, ctypes.c_void_p(-1).value):
                     libc.munmap(got, _MAPPING)  # taken as a hint and placed elsewhere
-                elif ctypes.get_errno() != errno.EEXIST:  # not a taken address: no other will do
-                    raise StableIsalError(f"mmap at {wanted:#x}: {os.strerror(ctypes.get_errno())}")
+                elif (err := ctypes.get_errno()) != errno.EEXIST:  # not a taken address: none will do
+                    raise StableIsalError(f"mmap at {wanted:#x}: {os.strerror(err)}")
             raise StableIsalError("no free address for an ISA-L stream in a fixed hash bucket")
 
     def give_back(self, address: int) -> None:
