@@ -203,6 +203,8 @@ def unrevised_hash(episode_row: dict[str, Any], step_rows: list[dict[str, Any]])
     (gui_assets.revision_patch relies on it)."""
     ref = json.loads(episode_row["source_ref"])
     ref["revision"] = ""
+    if "revisions" in ref:
+        ref["revisions"] = dict.fromkeys(ref["revisions"], "")
     row = {**episode_row, "source_ref": json.dumps(ref, sort_keys=True, ensure_ascii=False)}
     return record_hash(row, [{**s, "ref_revision": ""} for s in step_rows])
 

@@ -169,11 +169,16 @@ class GuiEpisode:
         self.attrs = {storable_text(str(k)): storable_text(str(v)) for k, v in self.attrs.items()}
 
     def source_ref_json(self) -> str:
-        """The demo-level source_ref: the first step's ref plus every step's (file, row/member)."""
+        """The demo-level source_ref: the first step's ref plus every step's (file, row/member).
+        Its revision is that of the first step's file; a demo read from files of several
+        revisions also maps each file to its own (`revisions`)."""
         first = self.steps[0].ref
         d = first.to_dict()
         rows = [[s.ref.file, s.ref.row if s.ref.row is not None else s.ref.member] for s in self.steps]
         d["steps"] = rows
+        revisions = {s.ref.file: s.ref.revision for s in self.steps}
+        if len(set(revisions.values())) > 1:
+            d["revisions"] = dict(sorted(revisions.items()))
         return json.dumps(d, sort_keys=True, ensure_ascii=False)
 
 

@@ -6,7 +6,10 @@ its size and sha256 and the revision it came from: record-level lineage starts h
 the revision is the resolved commit; a mirror's revision is its content (`mirror-` and the
 partition's version below), so two builds from different mirror states never share a revision,
 and the commit `hf download --local-dir` left in its metadata, when there is one, is kept beside
-it as `downloaded_at`.
+it as `downloaded_at`. Each entry also has a revision of its own, which records read from it name
+in their `source_ref`: on the hub the last commit that changed the file, in a mirror the digest
+of that entry alone. An edit of one file then leaves the references into the others, and the
+shards holding only those, as they were.
 
 A pattern ending in "/" names a folder recorded as ONE entry (its file count, total size and a
 sha256 over its files' names and hashes): an extracted folder of 80k screenshots stays one line.
@@ -26,9 +29,11 @@ manifest and in dataset_info.json's upstream block.
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import hashlib
 import json
+import logging
 import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -40,6 +45,9 @@ from gui_assets.config import usable_cpus
 from gui_assets.layout import is_demo_mirror
 
 MIRROR_REVISION_PREFIX = "mirror-"
+
+
+log = logging.getLogger(__name__)
 
 
 class RawInputError(Exception):
@@ -54,17 +62,25 @@ class RawFile:
     sha256: str
     files: int = 1  # more than one for a folder entry
     oid: str = ""  # the upstream's own id of the content (LFS sha256, git blob id); sha256 if unset
+    revision: str = ""  # the file's own revision (see RawPartition.revision_of); "" if unknown
 
     @property
     def content_id(self) -> str:
         return self.oid or self.sha256
 
     def to_dict(self) -> dict[str, Any]:
-        d = {"path": self.path, "local": str(self.local), "size": self.size, "sha256": self.sha256}
+        d: dict[str, Any] = {
+            "path": self.path,
+            "local": str(self.local),
+            "size": self.size,
+            "sha256": self.sha256,
+        }
         if self.files != 1:
             d["files"] = self.files
         if self.oid and self.oid != self.sha256:
             d["oid"] = self.oid
+        if self.revision:
+            d["revision"] = self.revision
         return d
 
 
@@ -163,6 +179,16 @@ class RawPartition:
         """Upstream files in the partition (a folder entry counts its files)."""
         return sum(f.files for f in self.files)
 
+    def revision_of(self, path: str) -> str:
+        """The revision a record read from `path` names in its `source_ref`: the revision of that
+        file alone (of the folder entry holding it), so an edit of one upstream file leaves the
+        references into every other file as they were. A file without its own revision (a URL
+        copy, a hub that did not say) names the partition's revision, which holds it too."""
+        for f in self.files:
+            if f.path == path or (f.path.endswith("/") and path.startswith(f.path)):
+                return f.revision or self.revision
+        return self.revision
+
     def find(self, pattern: str) -> list[RawFile]:
         """The manifest entries whose repo path matches a glob."""
         return [f for f in self.files if fnmatch.fnmatchcase(f.path, pattern)]
@@ -190,7 +216,13 @@ class RawPartition:
             patterns=list(d["patterns"]),
             files=[
                 RawFile(
-                    f["path"], Path(f["local"]), f["size"], f["sha256"], f.get("files", 1), f.get("oid", "")
+                    f["path"],
+                    Path(f["local"]),
+                    f["size"],
+                    f["sha256"],
+                    f.get("files", 1),
+                    f.get("oid", ""),
+                    f.get("revision", ""),
                 )
                 for f in d["files"]
             ],
@@ -242,8 +274,40 @@ class RawPartition:
 
 def mirror_revision(entries: Any) -> str:
     """A mirror partition's revision: its content, the digest `partition_version` gives its
-    entries (any change to a file of the partition is a new revision)."""
+    entries (any change to a file of the partition is a new revision). A file's own revision is
+    the same digest of that one entry."""
     return MIRROR_REVISION_PREFIX + partition_version((f.path, f.size, f.content_id) for f in entries)
+
+
+def _own_revision(f: RawFile, hub_commits: dict[str, str] | None, commit: str) -> str:
+    """A mirror file's content digest; on the hub the file's last commit, else the partition's."""
+    if hub_commits is None:
+        return mirror_revision([f])
+    return hub_commits.get(f.path) or commit
+
+
+def hub_file_commits(repo_id: str, commit: str, token: str | None, endpoint: str | None) -> dict[str, str]:
+    """Each path's last commit at `commit` (files and folders), from the hub's expanded tree
+    listing: the commit a file's bytes date from, which later commits to other files leave
+    alone. Empty, with a warning, where the hub does not answer: records then name `commit`."""
+    from huggingface_hub import HfApi
+
+    try:
+        tree = HfApi(endpoint=endpoint, token=token).list_repo_tree(
+            repo_id, repo_type="dataset", revision=commit, recursive=True, expand=True
+        )
+        commits = {
+            e.path.rstrip("/") + ("/" if type(e).__name__ == "RepoFolder" else ""): e.last_commit.oid
+            for e in tree
+            if getattr(e, "last_commit", None) is not None
+        }
+    except Exception as e:  # the listing is a refinement: without it every record names `commit`
+        log.warning(
+            f"{repo_id}: no per-file commits from the hub ({type(e).__name__}: {e}); "
+            f"records name the partition's commit {commit}"
+        )
+        return {}
+    return commits
 
 
 def match_files(repo_root: Path, patterns: list[str]) -> list[tuple[str, Path]]:
@@ -320,6 +384,7 @@ def _manifest(
     files: list[tuple[str, Path]],
     root: Path,
     cache: HashCache | None = None,
+    hub_commits: dict[str, str] | None = None,
 ) -> RawPartition:
     if not files:
         raise RawInputError(f"no files matching {patterns} in {repo_id} ({mode})")
@@ -329,9 +394,9 @@ def _manifest(
     if cache is not None:
         cache.save()
     entries = fold(patterns, described, root.resolve())
-    return RawPartition(
-        repo_id, revision or mirror_revision(entries), mode, patterns, entries, root.resolve()
-    )
+    part_revision = revision or mirror_revision(entries)
+    entries = [dataclasses.replace(f, revision=_own_revision(f, hub_commits, part_revision)) for f in entries]
+    return RawPartition(repo_id, part_revision, mode, patterns, entries, root.resolve())
 
 
 def from_mirror(
@@ -384,4 +449,5 @@ def from_hub(
             f"hub download of {repo_id} ({patterns}) failed: {type(e).__name__}: {e}"
         ) from None
     files = match_files(snapshot, patterns)
-    return _manifest(repo_id, snapshot.name, "hub", patterns, files, snapshot)
+    commits = hub_file_commits(repo_id, snapshot.name, token, endpoint)
+    return _manifest(repo_id, snapshot.name, "hub", patterns, files, snapshot, hub_commits=commits)

@@ -78,7 +78,11 @@ def unit_keys(
         hashes = table.column("unrevised_hash").take(rows).to_pylist()
         unrevised = dict(zip((ids[i] for i in rows), hashes, strict=True))
     refs = table.column("source_ref").take(rows).to_pylist()
-    revisions = {json.loads(r).get("revision") for r in refs}
+    revisions: set[str | None] = set()
+    for r in refs:
+        ref = json.loads(r)
+        revisions.add(ref.get("revision"))
+        revisions.update(ref.get("revisions", {}).values())
     record = {
         "code": _code_version(),
         "config": config.to_dict(),

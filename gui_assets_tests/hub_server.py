@@ -4,7 +4,7 @@ The real hub is unreachable here, so hub-mode downloads are tested against this:
 talks to it through its ordinary `endpoint`, with the routes snapshot_download uses:
 
     GET  /api/datasets/<owner>/<repo>[/revision/<rev>]      repo info (sha, siblings)
-    GET  /api/datasets/<owner>/<repo>/tree/<rev>[/<path>]   file listing (recursive)
+    GET  /api/datasets/<owner>/<repo>/tree/<rev>[/<path>]   listing (recursive; ?expand=True: lastCommit)
     HEAD /datasets/<owner>/<repo>/resolve/<rev>/<path>      X-Repo-Commit, ETag, size
     GET  /datasets/<owner>/<repo>/resolve/<rev>/<path>      the bytes (Range supported)
 
@@ -41,7 +41,7 @@ import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import unquote, urlparse
+from urllib.parse import parse_qs, unquote, urlparse
 
 
 @dataclass
@@ -65,6 +65,27 @@ class HubState:
     refuse_paths: set[str] = field(default_factory=set)  # a commit writing any of these answers 500
     commits: list[list[str]] = field(default_factory=list)  # the paths each applied commit wrote
     objects_received: list[str] = field(default_factory=list)  # oid of every object kept, in order
+    # The download side's history: earlier commits, oldest first (`commit` is the newest), and the
+    # commit that last changed each path (`commit` where a path is not named).
+    history: list[str] = field(default_factory=list)
+    last_changed: dict[str, str] = field(default_factory=dict)
+
+    def move_to(self, repo: str, commit: str, changed: list[str]) -> None:
+        """A new head commit that changed `changed` (repo paths, as they now are on disk) in `repo`."""
+        for rel, _ in self.files(repo):
+            self.last_changed.setdefault(f"{repo}/{rel}", self.commit)
+        self.history.append(self.commit)
+        self.commit = commit
+        for rel in changed:
+            self.last_changed[f"{repo}/{rel}"] = commit
+
+    def last_commit(self, repo: str, paths: list[str]) -> dict[str, str]:
+        """The hub's `lastCommit` of a file or folder: the newest commit that changed any of `paths`."""
+        order = {c: i for i, c in enumerate([*self.history, self.commit])}
+        commit = max(
+            (self.last_changed.get(f"{repo}/{p}", self.commit) for p in paths), key=order.__getitem__
+        )
+        return {"id": commit, "title": f"commit {commit[:7]}", "date": "2026-12-01T00:00:00.000Z"}
 
     @property
     def lfs(self) -> Path:
@@ -255,30 +276,47 @@ def _handler(state: HubState) -> type[BaseHTTPRequestHandler]:
                 return self._json({"id": repo, "sha": state.commit, "siblings": siblings, "private": False})
             m = re.fullmatch(r"/api/datasets/([^/]+/[^/]+)/tree/([^/]+)(/.*)?", path)
             if m:
-                repo, prefix = m.group(1), (m.group(3) or "").strip("/")
-                entries = []
-                for rel, p in state.files(repo):
-                    if prefix and not rel.startswith(prefix + "/"):
-                        continue
-                    data = p.read_bytes()
-                    entry: dict[str, object] = {
-                        "type": "file",
-                        "oid": _git_blob_sha1(data),
-                        "size": len(data),
-                        "path": rel,
-                    }
-                    if _in_lfs(rel):
-                        entry["lfs"] = {
-                            "oid": hashlib.sha256(data).hexdigest(),
-                            "size": len(data),
-                            "pointerSize": 134,
-                        }
-                    entries.append(entry)
-                return self._json(entries)
+                return self._json(self._tree(m.group(1), (m.group(3) or "").strip("/")))
             m = re.fullmatch(r"/datasets/([^/]+/[^/]+)/resolve/([^/]+)/(.+)", path)
             if m:
                 return self._file(m.group(1), m.group(3))
             return self._not_found(path)
+
+        def _tree(self, repo: str, prefix: str) -> list[dict[str, object]]:
+            """The recursive listing: folders, then files; with `expand=True`, each entry's lastCommit."""
+            expand = parse_qs(urlparse(self.path).query).get("expand", [""])[0].lower() == "true"
+            files = [(rel, p) for rel, p in state.files(repo) if not prefix or rel.startswith(prefix + "/")]
+            folders: dict[str, list[str]] = {}
+            for rel, _ in files:
+                parts = rel.split("/")[:-1]
+                for depth in range(1, len(parts) + 1):
+                    folders.setdefault("/".join(parts[:depth]), []).append(rel)
+            entries: list[dict[str, object]] = []
+            for folder, members in sorted(folders.items()):
+                if prefix and not folder.startswith(prefix + "/"):
+                    continue
+                oid = hashlib.sha1("\n".join(members).encode()).hexdigest()
+                entries.append({"type": "directory", "oid": oid, "size": 0, "path": folder})
+                if expand:
+                    entries[-1]["lastCommit"] = state.last_commit(repo, members)
+            for rel, p in files:
+                data = p.read_bytes()
+                entry: dict[str, object] = {
+                    "type": "file",
+                    "oid": _git_blob_sha1(data),
+                    "size": len(data),
+                    "path": rel,
+                }
+                if _in_lfs(rel):
+                    entry["lfs"] = {
+                        "oid": hashlib.sha256(data).hexdigest(),
+                        "size": len(data),
+                        "pointerSize": 134,
+                    }
+                if expand:
+                    entry["lastCommit"] = state.last_commit(repo, [rel])
+                entries.append(entry)
+            return entries
 
         def _file(self, repo: str, rel: str) -> None:
             p = state.root / repo / rel

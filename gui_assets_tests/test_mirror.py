@@ -8,7 +8,15 @@ from pathlib import Path
 import pytest
 
 from gui_assets.adapters.mind2web import file_patterns
-from gui_assets.mirror import MIRROR_REVISION_PREFIX, RawInputError, from_hub, from_mirror
+from gui_assets.mirror import (
+    MIRROR_REVISION_PREFIX,
+    RawInputError,
+    RawPartition,
+    from_hub,
+    from_mirror,
+    hub_file_commits,
+    partition_version,
+)
 from gui_assets.pipeline import RawSettings, build_directory
 from gui_assets.sources import MIND2WEB
 from gui_assets_tests.conftest import REPO
@@ -42,6 +50,75 @@ def test_a_mirror_revision_is_its_content(tmp_path, demo_mirror):
     mine.write_bytes(mine.read_bytes() + b"\0")
     after = from_mirror(tmp_path, REPO, file_patterns("train"))
     assert after.revision != before.revision and after.revision == MIRROR_REVISION_PREFIX + after.version
+
+
+def test_each_mirror_file_has_its_own_revision_and_an_edit_moves_only_its_own(tmp_path, demo_mirror):
+    """Records name their file's revision, so an edit of one file leaves the references into
+    the other as they were; the partition's revision still moves."""
+    import shutil
+
+    repo = tmp_path / REPO
+    shutil.copytree(demo_mirror / REPO, repo)
+    before = from_mirror(tmp_path, REPO, file_patterns("train"))
+    first, second = before.files
+    assert first.revision != second.revision and first.revision != before.revision
+    for f in before.files:
+        assert f.revision == MIRROR_REVISION_PREFIX + partition_version([(f.path, f.size, f.content_id)])
+        assert before.revision_of(f.path) == f.revision
+    assert before.revision_of("data/not-in-the-partition.parquet") == before.revision
+    again = RawPartition.from_dict(json.loads(json.dumps(before.to_dict())))
+    assert [again.revision_of(f.path) for f in before.files] == [first.revision, second.revision]
+    edited = repo / first.path
+    edited.write_bytes(edited.read_bytes() + b"\0")
+    after = from_mirror(tmp_path, REPO, file_patterns("train"))
+    assert after.revision_of(first.path) != first.revision and after.revision != before.revision
+    assert after.revision_of(second.path) == second.revision
+
+
+def test_a_folder_entry_gives_its_members_one_revision(tmp_path):
+    repo = tmp_path / "o" / "r"
+    (repo / "images").mkdir(parents=True)
+    (repo / "images" / "a.png").write_bytes(b"a")
+    (repo / "images" / "b.png").write_bytes(b"b")
+    (repo / "data.jsonl").write_text("{}\n")
+    part = from_mirror(tmp_path, "o/r", ["images/", "data.jsonl"])
+    folder = next(f for f in part.files if f.path == "images/")
+    assert part.revision_of("images/a.png") == part.revision_of("images/b.png") == folder.revision
+    assert part.revision_of("data.jsonl") not in (folder.revision, part.revision)
+
+
+def test_hub_records_name_the_commit_that_last_changed_their_file(demo_mirror, tmp_path):
+    """On the hub a file's revision is its last commit (the expanded tree listing's lastCommit):
+    a later commit that changes one file moves that file's revision only."""
+    import shutil
+
+    shutil.copytree(demo_mirror / REPO, tmp_path / "hub" / REPO)
+    patterns = file_patterns("train")
+    with LocalHub(tmp_path / "hub") as hub:
+        old = hub.state.commit
+        part = from_hub(REPO, patterns, endpoint=hub.endpoint, cache_dir=tmp_path / "cache")
+        assert [f.revision for f in part.files] == [old, old] and part.revision == old
+        first, second = (f.path for f in part.files)
+        edited = tmp_path / "hub" / REPO / first
+        edited.write_bytes(edited.read_bytes() + b"\0")
+        hub.state.move_to(REPO, "f" * 40, [first])
+        after = from_hub(REPO, patterns, endpoint=hub.endpoint, cache_dir=tmp_path / "cache")
+        assert after.revision == "f" * 40
+        assert after.revision_of(first) == "f" * 40 and after.revision_of(second) == old
+
+
+def test_a_hub_without_per_file_commits_names_the_partition_commit(
+    demo_mirror, tmp_path, monkeypatch, caplog
+):
+    from huggingface_hub import HfApi
+
+    def no_listing(*args, **kwargs):
+        raise OSError("listing refused")
+
+    with LocalHub(demo_mirror) as hub:
+        monkeypatch.setattr(HfApi, "list_repo_tree", no_listing)
+        assert hub_file_commits(REPO, hub.state.commit, None, hub.endpoint) == {}
+    assert "records name the partition's commit" in caplog.text
 
 
 def test_the_commit_a_mirror_was_downloaded_at_is_kept_beside_its_revision(tmp_path, demo_mirror):

@@ -255,7 +255,7 @@ def episodes(run: AdapterRun) -> Iterator[GuiEpisode]:
         with open(traj_file.local, encoding="utf-8", errors="replace") as fh:
             lines = ((n, line) for n, line in enumerate(fh) if line.strip())
             for line_no, line in run.candidates(lines):
-                ref = SourceRef(raw.repo_id, raw.revision, traj_file.path, row=line_no)
+                ref = SourceRef(raw.repo_id, raw.revision_of(traj_file.path), traj_file.path, row=line_no)
                 try:
                     row = json.loads(line)
                 except (ValueError, RecursionError):

@@ -204,8 +204,9 @@ def episodes(run: AdapterRun) -> Iterator[GuiEpisode]:
                     f"{raw.repo_id}/{f.path}: not a readable Lite.CUAGym shard ({e})"
                 ) from None
             rows = (rec for batch in batches for rec in batch.to_pylist())
+            revision = raw.revision_of(f.path)
             for row_no, rec in run.candidates(enumerate(rows)):
-                ref = SourceRef(raw.repo_id, raw.revision, f.path, row=row_no)
+                ref = SourceRef(raw.repo_id, revision, f.path, row=row_no)
                 try:
                     content, row = _row(run, rec, ref, split, mirror_root)
                 except Drop as e:
