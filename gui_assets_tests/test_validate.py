@@ -432,7 +432,7 @@ CASES = [
     ),
     shard_case("demo.action_desc.form", edit_demo(setitem("action_desc", 3, "clicked"))),
     shard_case("demo.action_desc.coords", edit_demo(setitem("action_desc", 3, "click(0.01, 0.02)"))),
-    shard_case("demo.scroll.desc", edit_demo(setitem("action_desc", 0, "scroll(up)"))),
+    shard_case("demo.scroll.desc", edit_demo(setitem("action_desc", 0, "scroll(up)"), demo="demo_2")),
     shard_case("demo.dones", edit_demo(setitem("dones", 0, 1))),
     shard_case("demo.rewards", edit_demo(setitem("rewards", 0, 1))),
     shard_case("demo.progress", edit_demo(setitem("states", (1, 4), 0.9))),
@@ -440,7 +440,7 @@ CASES = [
     shard_case("demo.scroll_states", edit_demo(setitem("obs/scroll_states", 1, [0, 5]))),
     shard_case("demo.joint_states", edit_demo(setitem("obs/joint_states", (0, 0), 1))),
     shard_case("demo.cursor.causal", edit_demo(shift_cursor)),
-    shard_case("demo.native_hw", edit_demo(setitem("native_hw", 0, [0, 1280]))),
+    shard_case("demo.native_hw", edit_demo(setitem("native_hw", 0, [0, 1280]), demo="demo_2")),
     shard_case("demo.eye_rect.size", edit_demo(widen_eye_rect)),
     shard_case(
         "demo.eye_rect.centre",
@@ -501,12 +501,12 @@ def test_a_broken_rule_is_printed_with_where_it_broke(built, tmp_path):
     root = tmp_path / M2W
     shutil.copytree(built / M2W, root)
     with h5py.File(root / f"{M2W}_0000.hdf5", "r+") as f:
-        f["data/demo_0/action_desc"][0] = "scroll(up)"
+        f["data/demo_2/action_desc"][0] = "scroll(up)"
     r = subprocess.run(
         [sys.executable, "-m", "gui_assets.validate", str(root)], capture_output=True, text=True
     )
     assert r.returncode == 1
     line = next(x for x in r.stdout.splitlines() if "[demo.scroll.desc]" in x)
-    assert f"{M2W}_0000.hdf5 demo_0 step 0:" in line and "moves the view down" in line
+    assert f"{M2W}_0000.hdf5 demo_2 step 0:" in line and "moves the view down" in line
     summary = r.stdout.splitlines()[-1]
     assert summary.startswith("summary: 1 directory; ") and "broken rules: demo.scroll.desc" in summary

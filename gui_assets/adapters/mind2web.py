@@ -2,7 +2,7 @@
 
 One parquet row is one recorded action. Rows are grouped into episodes by `annotation_id` and
 ordered by `int(target_action_index)` across all of the split's files (a task's rows may sit in
-two shard files, in any order).
+two shard files, in any order). Episodes come in upstream order: where each task first appears.
 
 The screenshot is the FULL page (1:1 CSS px, 1280 px or wider, often thousands of px tall);
 the capture viewport was 1280x1080, so rows [S, S+1080) of the render are exactly what was on
@@ -360,19 +360,21 @@ def _from_blob(data: bytes) -> str:
 
 
 class TaskRows:
-    """A split's reduced rows, kept on disk and read back task by task in annotation_id order.
+    """A split's reduced rows, kept on disk and read back task by task in upstream order (where
+    each task's first row sits: by file, then row).
 
     A task's rows may sit in any file in any order, so no episode is complete before the last
     file is read; held in memory until then they grow with the partition. A private
-    temporary SQLite database holds them instead: its page cache is bounded, it is deleted when
-    closed (and its file is already unlinked, so a killed build leaves nothing), and its primary
-    keys hand the rows back sorted. TEXT keys compare as UTF-8 bytes, which orders exactly as
-    Python orders str (by code point), so episodes come out as `sorted()` would put them.
+    temporary SQLite database holds them instead: its page cache is bounded, and it is deleted
+    when closed (its file is already unlinked, so a killed build leaves nothing). Upstream order,
+    not id order, keeps a grown split's plan stable: tasks in an appended file come after every
+    task seen before, whatever their ids.
     """
 
     def __init__(self, files: list[str], cache_kib: int = 4096) -> None:
         self.files = files  # a step's SourceRef names its file by index into this list
         self._last_seen = self._last_attrs = ""  # the task the previous row inserted, updated
+        self._seen = 0  # tasks seen so far: a task's place in upstream order
         self._db = sqlite3.connect("")  # "" is SQLite's private temporary on-disk database
         self._db.executescript(
             f"""
@@ -380,7 +382,8 @@ class TaskRows:
             PRAGMA synchronous = OFF;
             PRAGMA cache_size = -{cache_kib};
             CREATE TABLE task (
-                id TEXT PRIMARY KEY, website TEXT, domain TEXT, subdomain TEXT, instruction TEXT
+                id TEXT PRIMARY KEY, seen INTEGER, website TEXT, domain TEXT, subdomain TEXT,
+                instruction TEXT
             ) WITHOUT ROWID;
             CREATE TABLE step (
                 id TEXT, idx INTEGER, action TEXT, text BLOB, x REAL, y REAL, ungrounded TEXT,
@@ -393,7 +396,10 @@ class TaskRows:
     def see(self, annotation_id: str) -> None:
         """A task with a usable id: it is an episode candidate even if all its rows drop."""
         if annotation_id != self._last_seen:  # a task's rows mostly come together: one INSERT
-            self._db.execute("INSERT OR IGNORE INTO task (id) VALUES (?)", (annotation_id,))
+            cur = self._db.execute(
+                "INSERT OR IGNORE INTO task (id, seen) VALUES (?, ?)", (annotation_id, self._seen)
+            )
+            self._seen += cur.rowcount
             self._last_seen = annotation_id
 
     def add(self, annotation_id: str, row: _Row, attrs: dict[str, str], file_no: int) -> bool:
@@ -417,9 +423,9 @@ class TaskRows:
         return True
 
     def tasks(self) -> Iterator[tuple[str, dict[str, str] | None]]:
-        """(annotation_id, attrs or None when no row of it was kept), by annotation_id."""
+        """(annotation_id, attrs or None when no row of it was kept), in upstream order."""
         for annotation_id, *values in self._db.execute(
-            f"SELECT id, {', '.join(_ATTRS)} FROM task ORDER BY id"
+            f"SELECT id, {', '.join(_ATTRS)} FROM task ORDER BY seen"
         ):
             if values[-1] is None:
                 yield annotation_id, None
@@ -442,7 +448,7 @@ class TaskRows:
                 ext,
                 page_w,
                 page_h,
-                SourceRef(raw.repo_id, raw.revision, self.files[file_no], row=row),
+                SourceRef(raw.repo_id, raw.revision_of(self.files[file_no]), self.files[file_no], row=row),
             )
             for _, index, action, text, x, y, ungrounded, sha, ext, page_w, page_h, file_no, row in found
         ]
@@ -452,18 +458,19 @@ class TaskRows:
 
 
 def episodes(run: AdapterRun) -> Iterator[GuiEpisode]:
-    """Read every file of the split once, then yield its episodes ordered by annotation_id."""
+    """Read every file of the split once, then yield its episodes in upstream order (TaskRows)."""
     raw = run.raw
     spill = TaskRows([f.path for f in raw.files])
     try:
         for file_no, f in enumerate(raw.files):
             pf = _open(raw, f.local, f.path)
+            revision = raw.revision_of(f.path)
             columns = [c for c in COLUMNS if c in pf.schema_arrow.names]
             row_no = 0
             try:
                 for batch in pf.iter_batches(batch_size=_BATCH_ROWS, columns=columns):
                     for rec in batch.to_pylist():
-                        ref = SourceRef(raw.repo_id, raw.revision, f.path, row=row_no)
+                        ref = SourceRef(raw.repo_id, revision, f.path, row=row_no)
                         row_no += 1
                         if isinstance(rec.get("annotation_id"), str) and rec["annotation_id"]:
                             spill.see(rec["annotation_id"])

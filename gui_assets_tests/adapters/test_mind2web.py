@@ -29,7 +29,9 @@ def run(mirror: Path, tmp_path: Path, split: str = "train") -> tuple[list[GuiEpi
 
 
 def test_rows_group_by_annotation_and_order_by_int_index_across_files(write_m2w, tmp_path):
-    """Indices are strings: "10" sorts after "9", and a task's rows may sit in two files."""
+    """Indices are strings: "10" sorts after "9", and a task's rows may sit in two files.
+    Episodes come in upstream order (where each task's first row is), not by id: a file
+    appended upstream then adds episodes after every earlier one."""
     shot = page_bytes()
     f0 = [
         m2w_row("b", "10", screenshot=shot),
@@ -38,8 +40,8 @@ def test_rows_group_by_annotation_and_order_by_int_index_across_files(write_m2w,
     ]
     f1 = [m2w_row("a", "0", screenshot=shot), m2w_row("b", "2", screenshot=shot)]
     eps, stats = run(write_m2w([f0, f1]), tmp_path)
-    assert [e.episode_id for e in eps] == ["mind2web/a", "mind2web/b"]
-    b = eps[1]
+    assert [e.episode_id for e in eps] == ["mind2web/b", "mind2web/a"]
+    b = eps[0]
     assert json.loads(b.attrs["recorded_action_indices"]) == [2, 9, 10]
     rows = [(s.ref.file.split("-")[1], s.ref.row) for s in b.steps]
     assert rows == [("00001", 1), ("00000", 2), ("00000", 0)]
