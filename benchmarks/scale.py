@@ -13,7 +13,7 @@ of the chain runs as its own CLI command (`dagster asset materialize -m gui_asse
     against what it left: the temporary disk;
   - the seconds of the asset's own steps and of its checks' steps, from the command's log.
 With --rebuild N, the N-step partition is built, then rebuilt after a one-row edit of one
-upstream file and after 5% more steps, each compared with a build of the same inputs from
+upstream file and then after a new file of 5% more steps, each compared with a build of the same inputs from
 scratch and reported with what the shard stage wrote, linked and revised (shards.json); with
 --realistic that partition has the throughput benchmark's realistic screenshots, whose decoding
 is what a first build mostly spends.
@@ -227,9 +227,10 @@ def run_rebuilds(work: Path, mirror: Path, steps: int, cheap: bool = True) -> di
         "first_shards_asset_seconds": shards_first["asset_seconds"],
     }
     extra = steps // 20 - (steps // 20) % EPISODE_LEN
-    changes = {
-        "one_row_edited": _edited_copy(mirror, work / f"{mirror.name}-edited"),
-        "grown_5_percent": _grown_copy(mirror, work / f"{mirror.name}-grown", steps, extra, cheap),
+    edited = _edited_copy(mirror, work / f"{mirror.name}-edited")
+    changes = {  # one upstream history: a row edited, then a file appended
+        "one_row_edited": edited,
+        "grown_5_percent": _grown_copy(edited, work / f"{mirror.name}-grown", steps, extra, cheap),
     }
     for name, changed in changes.items():
         again = _stage_commands(

@@ -1,8 +1,8 @@
-"""Rebuilds cost what changed: a unit whose episodes changed only in the upstream revision is
-copied from the last published shards with the new one (gui_assets.revision_patch), a step whose
-frame bytes would come out the same is copied from them (gui_assets.frame_reuse), and the result
-is byte for byte what a build from scratch writes, for a one-row edit, appended episodes and a
-codec change (which reuses nothing)."""
+"""Rebuilds cost what changed: a unit of an untouched upstream file is linked back, a unit whose
+episodes changed only in their file's revision is copied from the last published shards with
+the new one (gui_assets.revision_patch), a step whose frame bytes would come out the same is
+copied from them (gui_assets.frame_reuse), and the result is byte for byte what a build from
+scratch writes, for a one-row edit, an appended file and a codec change (which reuses nothing)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -26,21 +27,35 @@ from gui_assets.writers.preview import write_preview
 CONFIG = BuildConfig(shard_cap_bytes=3_000_000)
 
 
+def _write_rows(path: Path, rows: list[dict], like: Path) -> None:
+    pq.write_table(pa.Table.from_pylist(rows, schema=pq.read_schema(like)), path)
+
+
 @pytest.fixture(scope="module")
 def mirrors(tmp_path_factory) -> dict[str, Path]:
+    """A 48-step partition in two upstream files; the same with one row of the first file edited;
+    and the same with a third file of 12 more steps appended."""
     root = tmp_path_factory.mktemp("mirrors")
+    generated = root / "generated"
+    write_mirror(generated, steps=60, width=1280, height=1080, episode_len=6, jobs=2, cheap=True)
+    (source,) = (generated / REPO_ID / "data").glob("*.parquet")
+    rows = pq.read_table(source).to_pylist()
     base = root / "base"
-    write_mirror(base, steps=48, width=1280, height=1080, episode_len=6, jobs=2, cheap=True)
+    data = base / REPO_ID / "data"
+    data.mkdir(parents=True)
+    _write_rows(data / "train-00000-of-00002.parquet", rows[:24], source)
+    _write_rows(data / "train-00001-of-00002.parquet", rows[24:48], source)
     edited = root / "edited"
     shutil.copytree(base, edited)
-    first = sorted((edited / REPO_ID / "data").glob("*.parquet"))[0]
+    first = edited / REPO_ID / "data" / "train-00000-of-00002.parquet"
     table = pq.read_table(first).to_pylist()
     op = json.loads(table[2]["operation"])
     assert op["op"] == "TYPE"
     table[2]["operation"] = json.dumps({**op, "value": "an edited query"})  # one row's typed text
-    pq.write_table(pq.read_table(first).from_pylist(table, schema=pq.read_schema(first)), first)
+    _write_rows(first, table, source)
     grown = root / "grown"
-    write_mirror(grown, steps=60, width=1280, height=1080, episode_len=6, jobs=2, cheap=True)
+    shutil.copytree(base, grown)
+    _write_rows(grown / REPO_ID / "data" / "train-00002-of-00003.parquet", rows[48:], source)
     return {"base": base, "edited": edited, "grown": grown}
 
 
@@ -86,6 +101,7 @@ def test_a_rebuild_reuses_unchanged_frames_and_writes_what_a_fresh_build_writes(
 ):
     out = tmp_path / "incremental"
     build_directory(MIND2WEB, "train", out, RawSettings("mirror", mirrors["base"]), CONFIG)
+    before = _shards(out)
     info = build_directory(MIND2WEB, "train", out, RawSettings("mirror", mirrors[change]), CONFIG)
     fresh = tmp_path / "fresh"
     build_directory(MIND2WEB, "train", fresh, RawSettings("mirror", mirrors[change]), CONFIG)
@@ -96,13 +112,16 @@ def test_a_rebuild_reuses_unchanged_frames_and_writes_what_a_fresh_build_writes(
     assert (
         info.stats["steps"] == (48 if change == "edited" else 60) and len(shards) == info.stats["steps"] // 6
     )
-    if change == "edited":  # the unit holding the edited row is written, taking its frames back
-        assert reuse["units_written"] == 1 and reuse["units_revised"] == len(shards) - 1
+    # A unit holds one episode here; each file has units of its own (gui_assets.sharding).
+    if change == "edited":  # the edited episode's unit is written, taking its frames back; the
+        # rest of its file's units are copied with the file's new revision; the other file's linked
+        assert (reuse["units_written"], reuse["units_revised"], reuse["units_linked"]) == (1, 3, 4)
         assert reuse["steps_with_frames_reused"] == counted["steps"] > 0
-    else:  # the 8 units of the base build are revised; the appended episodes land in new units
-        assert reuse["units_written"] == 2 and reuse["units_revised"] == 8
+    else:  # the appended file lands in new units; the base build's units are linked back
+        assert (reuse["units_written"], reuse["units_revised"], reuse["units_linked"]) == (2, 0, 8)
         assert reuse["steps_with_frames_reused"] == counted["steps"] == 0
-    assert reuse["units_linked"] == 0 and reuse["bytes_written"] == sum(s["bytes"] for s in shards)
+    written = [s for s in shards if s["sha256"] not in before.values()]
+    assert reuse["bytes_written"] == sum(s["bytes"] for s in written)
     leftover = {p.stem for p in (out / "_work/mind2web_train/frame_index").glob("*.parquet")}
     assert leftover == {e["sha256"] for e in shards}
 

@@ -174,3 +174,49 @@ def test_units_apart_hash_their_own_pieces_and_publish_does_not_hash_them_again(
     manifest = sharding.publish_shards(prepared, DIR)
     assert hashed == []  # every piece came hashed
     assert [e.sha256 for e in manifest.all_shards] == [p.sha256 for r in results for p in r.pieces]
+
+
+def _stream(files: list[tuple[str, list[int]]]) -> list[tuple[str, int, str]]:
+    return [(f"{name}#{i}", n, name) for name, lengths in files for i, n in enumerate(lengths)]
+
+
+def test_units_end_at_a_file_boundary_once_half_full_and_big_files_have_their_own():
+    stream = _stream([("a", [30, 30]), ("b", [20, 20]), ("c", [10]), ("big", [40, 40, 40]), ("d", [10])])
+    units = sharding.pack_units(stream, budget=100, own_units={"big"})
+    assert [(eps, n) for eps, n in units] == [
+        (["a#0", "a#1"], 60),  # half full at the end of a: ends there
+        (["b#0", "b#1", "c#0"], 50),  # under half at the end of b: c joins; big starts a unit
+        (["big#0", "big#1"], 80),  # the budget ends it inside its file
+        (["big#2"], 40),  # and the file's end ends it
+        (["d#0"], 10),
+    ]
+
+
+def test_a_stream_grown_by_files_at_its_end_keeps_its_earlier_units():
+    """Prefix stability, on random streams: every unit of the shorter stream's plan is in the
+    longer one's, but for a last unit under half full, which the appended episodes may join."""
+    import random
+
+    rng = random.Random(7)
+    for _ in range(300):
+        files = [
+            (f"f{i}", [rng.randint(1, 40) for _ in range(rng.randint(1, 6))])
+            for i in range(rng.randint(1, 8))
+        ]
+        budget = rng.randint(20, 120)
+        more = [
+            (f"g{i}", [rng.randint(1, 40) for _ in range(rng.randint(1, 6))])
+            for i in range(rng.randint(1, 4))
+        ]
+        steps: dict[str, int] = {}
+        for name, lengths in files + more:
+            steps[name] = sum(lengths)
+        own = {f for f, n in steps.items() if 2 * n >= budget}
+        before = sharding.pack_units(_stream(files), budget, own)
+        after = sharding.pack_units(_stream(files + more), budget, own)
+        assert all(n <= budget or len(eps) == 1 for eps, n in after)
+        closed = 2 * before[-1][1] >= budget or files[-1][0] in own or more[0][0] in own
+        kept = before if closed else before[:-1]
+        assert after[: len(kept)] == kept
+        if len(kept) == len(before):  # the appended episodes are in new units only
+            assert {e for eps, _ in after[len(kept) :] for e in eps} == {e for e, _, _ in _stream(more)}
