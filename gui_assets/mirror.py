@@ -45,6 +45,7 @@ from gui_assets.config import usable_cpus
 from gui_assets.layout import is_demo_mirror
 
 MIRROR_REVISION_PREFIX = "mirror-"
+_PATHS_PER_ASK = 500  # paths in one paths-info request
 
 
 log = logging.getLogger(__name__)
@@ -279,29 +280,26 @@ def mirror_revision(entries: Any) -> str:
     return MIRROR_REVISION_PREFIX + partition_version((f.path, f.size, f.content_id) for f in entries)
 
 
-def _own_revision(f: RawFile, hub_commits: dict[str, str] | None, commit: str) -> str:
-    """A mirror file's content digest; on the hub the file's last commit, else the partition's."""
-    if hub_commits is None:
-        return mirror_revision([f])
-    return hub_commits.get(f.path) or commit
-
-
-def hub_file_commits(repo_id: str, commit: str, token: str | None, endpoint: str | None) -> dict[str, str]:
-    """Each path's last commit at `commit` (files and folders), from the hub's expanded tree
-    listing: the commit a file's bytes date from, which later commits to other files leave
-    alone. Empty, with a warning, where the hub does not answer: records then name `commit`."""
+def hub_file_commits(
+    repo_id: str, commit: str, paths: list[str], token: str | None, endpoint: str | None
+) -> dict[str, str]:
+    """The last commit at `commit` of each of `paths` (files, and folders ending in "/"), from the
+    hub's paths-info with `expand`: the commit a file's bytes date from, which later commits to
+    other files leave alone. Only the partition's own paths are asked for, a few hundred at a
+    time (a recursive listing of a repo with a large image folder would take thousands of
+    pages). Empty, with a warning, where the hub does not answer: records then name `commit`."""
     from huggingface_hub import HfApi
 
+    api = HfApi(endpoint=endpoint, token=token)
+    commits: dict[str, str] = {}
     try:
-        tree = HfApi(endpoint=endpoint, token=token).list_repo_tree(
-            repo_id, repo_type="dataset", revision=commit, recursive=True, expand=True
-        )
-        commits = {
-            e.path.rstrip("/") + ("/" if type(e).__name__ == "RepoFolder" else ""): e.last_commit.oid
-            for e in tree
-            if getattr(e, "last_commit", None) is not None
-        }
-    except Exception as e:  # the listing is a refinement: without it every record names `commit`
+        for start in range(0, len(paths), _PATHS_PER_ASK):
+            asked = [p.rstrip("/") for p in paths[start : start + _PATHS_PER_ASK]]
+            for e in api.get_paths_info(repo_id, asked, repo_type="dataset", revision=commit, expand=True):
+                if e.last_commit is not None:
+                    folder = type(e).__name__ == "RepoFolder"
+                    commits[e.path.rstrip("/") + ("/" if folder else "")] = e.last_commit.oid
+    except Exception as e:  # the per-file commits refine the records; without them they name `commit`
         log.warning(
             f"{repo_id}: no per-file commits from the hub ({type(e).__name__}: {e}); "
             f"records name the partition's commit {commit}"
@@ -384,7 +382,6 @@ def _manifest(
     files: list[tuple[str, Path]],
     root: Path,
     cache: HashCache | None = None,
-    hub_commits: dict[str, str] | None = None,
 ) -> RawPartition:
     if not files:
         raise RawInputError(f"no files matching {patterns} in {repo_id} ({mode})")
@@ -395,7 +392,11 @@ def _manifest(
         cache.save()
     entries = fold(patterns, described, root.resolve())
     part_revision = revision or mirror_revision(entries)
-    entries = [dataclasses.replace(f, revision=_own_revision(f, hub_commits, part_revision)) for f in entries]
+    # A mirror file's own revision is its content; a hub file's is set by from_hub (its last commit).
+    entries = [
+        dataclasses.replace(f, revision=mirror_revision([f]) if mode == "mirror" else part_revision)
+        for f in entries
+    ]
     return RawPartition(repo_id, part_revision, mode, patterns, entries, root.resolve())
 
 
@@ -449,5 +450,7 @@ def from_hub(
             f"hub download of {repo_id} ({patterns}) failed: {type(e).__name__}: {e}"
         ) from None
     files = match_files(snapshot, patterns)
-    commits = hub_file_commits(repo_id, snapshot.name, token, endpoint)
-    return _manifest(repo_id, snapshot.name, "hub", patterns, files, snapshot, hub_commits=commits)
+    part = _manifest(repo_id, snapshot.name, "hub", patterns, files, snapshot)
+    commits = hub_file_commits(repo_id, snapshot.name, [f.path for f in part.files], token, endpoint)
+    part.files = [dataclasses.replace(f, revision=commits.get(f.path) or part.revision) for f in part.files]
+    return part

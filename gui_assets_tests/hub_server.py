@@ -5,6 +5,7 @@ talks to it through its ordinary `endpoint`, with the routes snapshot_download u
 
     GET  /api/datasets/<owner>/<repo>[/revision/<rev>]      repo info (sha, siblings)
     GET  /api/datasets/<owner>/<repo>/tree/<rev>[/<path>]   listing (recursive; ?expand=True: lastCommit)
+    POST /api/datasets/<owner>/<repo>/paths-info/<rev>      the named paths' entries (form: paths, expand)
     HEAD /datasets/<owner>/<repo>/resolve/<rev>/<path>      X-Repo-Commit, ETag, size
     GET  /datasets/<owner>/<repo>/resolve/<rev>/<path>      the bytes (Range supported)
 
@@ -181,6 +182,11 @@ def _handler(state: HubState) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             self._record()
             path = unquote(urlparse(self.path).path)
+            if m := re.fullmatch(r"/api/datasets/([^/]+/[^/]+)/paths-info/[^/]+", path):
+                form = parse_qs(self._body().decode("utf-8"))
+                wanted = {p.rstrip("/") for p in form.get("paths", [])}
+                expand = form.get("expand", [""])[0].lower() == "true"
+                return self._json([e for e in self._tree(m.group(1), "", expand) if e["path"] in wanted])
             if state.take("fail_requests"):
                 self._body()
                 return self._json({"error": "server error (injected)"}, 500)
@@ -276,15 +282,15 @@ def _handler(state: HubState) -> type[BaseHTTPRequestHandler]:
                 return self._json({"id": repo, "sha": state.commit, "siblings": siblings, "private": False})
             m = re.fullmatch(r"/api/datasets/([^/]+/[^/]+)/tree/([^/]+)(/.*)?", path)
             if m:
-                return self._json(self._tree(m.group(1), (m.group(3) or "").strip("/")))
+                expand = parse_qs(urlparse(self.path).query).get("expand", [""])[0].lower() == "true"
+                return self._json(self._tree(m.group(1), (m.group(3) or "").strip("/"), expand))
             m = re.fullmatch(r"/datasets/([^/]+/[^/]+)/resolve/([^/]+)/(.+)", path)
             if m:
                 return self._file(m.group(1), m.group(3))
             return self._not_found(path)
 
-        def _tree(self, repo: str, prefix: str) -> list[dict[str, object]]:
-            """The recursive listing: folders, then files; with `expand=True`, each entry's lastCommit."""
-            expand = parse_qs(urlparse(self.path).query).get("expand", [""])[0].lower() == "true"
+        def _tree(self, repo: str, prefix: str, expand: bool) -> list[dict[str, object]]:
+            """The recursive listing: folders, then files; with `expand`, each entry's lastCommit."""
             files = [(rel, p) for rel, p in state.files(repo) if not prefix or rel.startswith(prefix + "/")]
             folders: dict[str, list[str]] = {}
             for rel, _ in files:

@@ -107,17 +107,35 @@ def test_hub_records_name_the_commit_that_last_changed_their_file(demo_mirror, t
         assert after.revision_of(first) == "f" * 40 and after.revision_of(second) == old
 
 
+def test_a_hub_folder_entry_names_the_last_commit_of_any_of_its_files(tmp_path):
+    repo = tmp_path / "hub" / "o" / "r"
+    (repo / "images").mkdir(parents=True)
+    (repo / "images" / "a.png").write_bytes(b"a")
+    (repo / "images" / "b.png").write_bytes(b"b")
+    (repo / "data.jsonl").write_text("{}\n")
+    with LocalHub(tmp_path / "hub") as hub:
+        old = hub.state.commit
+        (repo / "images" / "a.png").write_bytes(b"A")
+        hub.state.move_to("o/r", "e" * 40, ["images/a.png"])
+        part = from_hub("o/r", ["images/", "data.jsonl"], endpoint=hub.endpoint, cache_dir=tmp_path / "c")
+        asked = [r for r in hub.state.requests if "/paths-info/" in r.path]
+    assert part.revision_of("images/b.png") == "e" * 40 and part.revision_of("data.jsonl") == old
+    assert len(asked) == 1  # the partition's own paths, in one request
+
+
 def test_a_hub_without_per_file_commits_names_the_partition_commit(
     demo_mirror, tmp_path, monkeypatch, caplog
 ):
     from huggingface_hub import HfApi
 
-    def no_listing(*args, **kwargs):
-        raise OSError("listing refused")
+    def refused(*args, **kwargs):
+        raise OSError("paths-info refused")
 
+    monkeypatch.setattr(HfApi, "get_paths_info", refused)
     with LocalHub(demo_mirror) as hub:
-        monkeypatch.setattr(HfApi, "list_repo_tree", no_listing)
-        assert hub_file_commits(REPO, hub.state.commit, None, hub.endpoint) == {}
+        part = from_hub(REPO, file_patterns("train"), endpoint=hub.endpoint, cache_dir=tmp_path / "cache")
+        assert hub_file_commits(REPO, hub.state.commit, ["data/x"], None, hub.endpoint) == {}
+    assert [f.revision for f in part.files] == [hub.state.commit] * 2
     assert "records name the partition's commit" in caplog.text
 
 
