@@ -134,15 +134,26 @@ def _row(index: int, width: int, height: int, episode_len: int, cheap: bool = Fa
 
 
 def write_mirror(
-    root: Path, steps: int, width: int, height: int, episode_len: int, jobs: int, *, cheap: bool = False
+    root: Path,
+    steps: int,
+    width: int,
+    height: int,
+    episode_len: int,
+    jobs: int,
+    *,
+    cheap: bool = False,
+    files: int | None = None,
 ) -> Path:
     """A Multimodal-Mind2Web mirror of `steps` rows under root; reused when already complete.
-    `cheap`: frames from `cheap_screenshot` (for the scale benchmark's tens of thousands)."""
+    `cheap`: frames from `cheap_screenshot` (for the scale benchmark's tens of thousands).
+    `files`: that many upstream files of whole episodes (else files of about 200 rows)."""
     repo = root / REPO_ID
     data = repo / "data"
     params = {"steps": steps, "width": width, "height": height, "episode_len": episode_len, "v": 1}
     if cheap:
         params["cheap"] = 1
+    if files:
+        params["files"] = files
     key = hashlib.sha256(json.dumps(params, sort_keys=True).encode()).hexdigest()[:12]
     marker = repo / f".complete-{key}"
     if marker.exists():
@@ -152,6 +163,9 @@ def write_mirror(
             old.unlink()
     data.mkdir(parents=True, exist_ok=True)
     rows_per_file = 200 - 200 % episode_len or episode_len  # a file holds whole episodes
+    if files:
+        episodes = -(-steps // episode_len)
+        rows_per_file = -(-episodes // files) * episode_len
     n_files = -(-steps // rows_per_file)
     with ProcessPoolExecutor(jobs) as pool:
         for f in range(n_files):

@@ -332,6 +332,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "--rebuild", type=int, default=0, help="also rebuild this size after a one-row edit and 5%% growth"
     )
     ap.add_argument(
+        "--rebuild-files",
+        type=int,
+        default=0,
+        help="the --rebuild mirror in this many upstream files (default: files of 200 steps)",
+    )
+    ap.add_argument(
         "--realistic",
         action="store_true",
         help="the --rebuild mirror with the throughput benchmark's realistic screenshots, not cheap frames",
@@ -358,12 +364,22 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         }
     if args.rebuild:
         cheap = not args.realistic
-        rebuild_mirror = mirrors.get(args.rebuild) if cheap else None
+        rebuild_mirror = mirrors.get(args.rebuild) if cheap and not args.rebuild_files else None
         if rebuild_mirror is None:
-            rebuild_mirror = work / f"mirror-{args.rebuild}{'' if cheap else '-realistic'}"
+            files = f"-{args.rebuild_files}files" if args.rebuild_files else ""
+            rebuild_mirror = work / f"mirror-{args.rebuild}{'' if cheap else '-realistic'}{files}"
             t = time.perf_counter()
             jobs = os.cpu_count() or 1
-            write_mirror(rebuild_mirror, args.rebuild, 1280, 1080, EPISODE_LEN, jobs, cheap=cheap)
+            write_mirror(
+                rebuild_mirror,
+                args.rebuild,
+                1280,
+                1080,
+                EPISODE_LEN,
+                jobs,
+                cheap=cheap,
+                files=args.rebuild_files or None,
+            )
             print(f"{args.rebuild} frames ready in {time.perf_counter() - t:.0f} s", flush=True)
         result["rebuild"] = run_rebuilds(work, rebuild_mirror, args.rebuild, cheap)
     if args.celery:
