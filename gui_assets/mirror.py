@@ -45,7 +45,7 @@ from gui_assets.config import usable_cpus
 from gui_assets.layout import is_demo_mirror
 
 MIRROR_REVISION_PREFIX = "mirror-"
-_PATHS_PER_ASK = 500  # paths in one paths-info request
+_PATHS_PER_ASK = 50  # paths in one paths-info request: an expanded answer's page
 
 
 log = logging.getLogger(__name__)
@@ -169,6 +169,9 @@ class RawPartition:
     remote: list[RawFile] = field(default_factory=list)  # fetched URL copies; path = the URL
     refused: dict[str, str] = field(default_factory=dict)  # URL -> why it has no copy
     downloaded_at: str = ""  # mirror mode: the commit `hf download` recorded, if it left metadata
+    # revision_of's index of `files`, and the list it was built from (rebuilt when replaced)
+    _by_path: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
+    _indexed: list[RawFile] | None = field(default=None, repr=False, compare=False)
 
     @property
     def version(self) -> str:
@@ -184,9 +187,15 @@ class RawPartition:
         """The revision a record read from `path` names in its `source_ref`: the revision of that
         file alone (of the folder entry holding it), so an edit of one upstream file leaves the
         references into every other file as they were. A file without its own revision (a URL
-        copy, a hub that did not say) names the partition's revision, which holds it too."""
-        for f in self.files:
-            if f.path == path or (f.path.endswith("/") and path.startswith(f.path)):
+        copy) names the partition's revision, which holds it too. Adapters ask once a record:
+        the entries are indexed on the first call."""
+        if self._indexed is not self.files or len(self._by_path) != len(self.files):
+            self._by_path = {f.path: f.revision or self.revision for f in self.files}
+            self._indexed = self.files
+        if (found := self._by_path.get(path)) is not None:
+            return found
+        for f in self.files:  # a member of a folder entry
+            if f.path.endswith("/") and path.startswith(f.path):
                 return f.revision or self.revision
         return self.revision
 
@@ -281,31 +290,46 @@ def mirror_revision(entries: Any) -> str:
 
 
 def hub_file_commits(
-    repo_id: str, commit: str, paths: list[str], token: str | None, endpoint: str | None
+    repo_id: str, commit: str, paths: list[str], token: str | None, endpoint: str | None, cache: Path
 ) -> dict[str, str]:
     """The last commit at `commit` of each of `paths` (files, and folders ending in "/"), from the
     hub's paths-info with `expand`: the commit a file's bytes date from, which later commits to
-    other files leave alone. Only the partition's own paths are asked for, a few hundred at a
-    time (a recursive listing of a repo with a large image folder would take thousands of
-    pages). Empty, with a warning, where the hub does not answer: records then name `commit`."""
+    other files leave alone. Only the partition's own paths are asked for (a recursive listing
+    of a repo with a large image folder would take thousands of pages), 50 a request, the page
+    the hub gives an expanded answer. A commit's answer never changes, so it is kept in `cache`
+    (a JSON file) and an offline rebuild from the hub cache finds it. A path the hub does not
+    date fails the partition by name: naming the partition's commit instead would give other
+    bytes than a build on which the hub answered."""
+    import httpx2
     from huggingface_hub import HfApi
+    from huggingface_hub.errors import HfHubHTTPError
 
-    api = HfApi(endpoint=endpoint, token=token)
-    commits: dict[str, str] = {}
     try:
-        for start in range(0, len(paths), _PATHS_PER_ASK):
-            asked = [p.rstrip("/") for p in paths[start : start + _PATHS_PER_ASK]]
-            for e in api.get_paths_info(repo_id, asked, repo_type="dataset", revision=commit, expand=True):
-                if e.last_commit is not None:
-                    folder = type(e).__name__ == "RepoFolder"
-                    commits[e.path.rstrip("/") + ("/" if folder else "")] = e.last_commit.oid
-    except Exception as e:  # the per-file commits refine the records; without them they name `commit`
-        log.warning(
-            f"{repo_id}: no per-file commits from the hub ({type(e).__name__}: {e}); "
-            f"records name the partition's commit {commit}"
-        )
-        return {}
-    return commits
+        known: dict[str, str] = json.loads(cache.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        known = {}
+    wanted = [p for p in paths if p not in known]
+    api = HfApi(endpoint=endpoint, token=token)
+    try:
+        for start in range(0, len(wanted), _PATHS_PER_ASK):
+            asked = {p.rstrip("/"): p for p in wanted[start : start + _PATHS_PER_ASK]}
+            for e in api.get_paths_info(
+                repo_id, list(asked), repo_type="dataset", revision=commit, expand=True
+            ):
+                path = asked.get(e.path.rstrip("/"))
+                if path is not None and e.last_commit is not None:
+                    known[path] = e.last_commit.oid
+    except (httpx2.HTTPError, HfHubHTTPError, OSError, ValueError) as e:
+        raise RawInputError(
+            f"the hub did not say which commit last changed {repo_id}'s files at {commit}: "
+            f"{type(e).__name__}: {e}"
+        ) from None
+    undated = [p for p in paths if p not in known]
+    if undated:
+        raise RawInputError(f"the hub gave no last commit for {repo_id}/{undated[0]} at {commit}")
+    if wanted:
+        atomic_write_text(cache, json.dumps(known, sort_keys=True))
+    return {p: known[p] for p in paths}
 
 
 def match_files(repo_root: Path, patterns: list[str]) -> list[tuple[str, Path]]:
@@ -451,6 +475,8 @@ def from_hub(
         ) from None
     files = match_files(snapshot, patterns)
     part = _manifest(repo_id, snapshot.name, "hub", patterns, files, snapshot)
-    commits = hub_file_commits(repo_id, snapshot.name, [f.path for f in part.files], token, endpoint)
-    part.files = [dataclasses.replace(f, revision=commits.get(f.path) or part.revision) for f in part.files]
+    # Kept beside the snapshots, in the repo's own cache folder: <cache>/datasets--o--r/
+    cache = snapshot.parent.parent / "gui_assets" / f"last_commits-{snapshot.name}.json"
+    commits = hub_file_commits(repo_id, snapshot.name, [f.path for f in part.files], token, endpoint, cache)
+    part.files = [dataclasses.replace(f, revision=commits[f.path]) for f in part.files]
     return part

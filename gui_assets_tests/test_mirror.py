@@ -14,7 +14,6 @@ from gui_assets.mirror import (
     RawPartition,
     from_hub,
     from_mirror,
-    hub_file_commits,
     partition_version,
 )
 from gui_assets.pipeline import RawSettings, build_directory
@@ -123,20 +122,36 @@ def test_a_hub_folder_entry_names_the_last_commit_of_any_of_its_files(tmp_path):
     assert len(asked) == 1  # the partition's own paths, in one request
 
 
-def test_a_hub_without_per_file_commits_names_the_partition_commit(
-    demo_mirror, tmp_path, monkeypatch, caplog
+def test_a_hub_that_does_not_date_the_files_fails_by_name_and_a_dated_commit_is_kept(
+    demo_mirror, tmp_path, monkeypatch
 ):
+    """Naming the partition's commit instead would give other bytes than a build on which the
+    hub answered; a commit's answer never changes, so a rebuild from the cache asks nothing."""
     from huggingface_hub import HfApi
+
+    answer = HfApi.get_paths_info
 
     def refused(*args, **kwargs):
         raise OSError("paths-info refused")
 
-    monkeypatch.setattr(HfApi, "get_paths_info", refused)
+    def silent(self, repo_id, paths, **kwargs):
+        return [
+            e for e in answer(self, repo_id, paths, **kwargs) if not e.path.startswith("data/train-00001")
+        ]
+
+    patterns = file_patterns("train")
     with LocalHub(demo_mirror) as hub:
-        part = from_hub(REPO, file_patterns("train"), endpoint=hub.endpoint, cache_dir=tmp_path / "cache")
-        assert hub_file_commits(REPO, hub.state.commit, ["data/x"], None, hub.endpoint) == {}
-    assert [f.revision for f in part.files] == [hub.state.commit] * 2
-    assert "records name the partition's commit" in caplog.text
+        monkeypatch.setattr(HfApi, "get_paths_info", refused)
+        with pytest.raises(RawInputError, match=r"did not say which commit.*paths-info refused"):
+            from_hub(REPO, patterns, endpoint=hub.endpoint, cache_dir=tmp_path / "cache")
+        monkeypatch.setattr(HfApi, "get_paths_info", silent)
+        with pytest.raises(RawInputError, match=r"no last commit for .*data/train-00001"):
+            from_hub(REPO, patterns, endpoint=hub.endpoint, cache_dir=tmp_path / "cache")
+        monkeypatch.setattr(HfApi, "get_paths_info", answer)
+        dated = from_hub(REPO, patterns, endpoint=hub.endpoint, cache_dir=tmp_path / "cache")
+        monkeypatch.setattr(HfApi, "get_paths_info", refused)
+        again = from_hub(REPO, patterns, endpoint=hub.endpoint, cache_dir=tmp_path / "cache")
+    assert [f.revision for f in again.files] == [f.revision for f in dated.files] == [hub.state.commit] * 2
 
 
 def test_the_commit_a_mirror_was_downloaded_at_is_kept_beside_its_revision(tmp_path, demo_mirror):
