@@ -157,19 +157,27 @@ def _rows_at(steps: pq.ParquetFile, picks: list[int], cols: list[str]) -> Iterat
 
 
 def _first_files(layout: OutLayout, directory: str) -> dict[str, str]:
-    """Each episode's upstream file (its source_ref's, where its first step was read)."""
+    """Each episode's upstream file: the first, in the manifest's (path) order, that any of its
+    steps was read from; where its first row sits, for a source whose steps span files."""
     table = read_episode_table(layout.episodes(directory)).select(["episode_id", "source_ref"])
     ids, refs = table.column("episode_id").to_pylist(), table.column("source_ref").to_pylist()
-    return {e: str(json.loads(r).get("file", "")) for e, r in zip(ids, refs, strict=True)}
+    files = {}
+    for episode, ref in zip(ids, refs, strict=True):
+        d = json.loads(ref)
+        files[episode] = min([str(d.get("file", "")), *(str(s[0]) for s in d.get("steps", []))])
+    return files
 
 
-def pack_units(
-    stream: list[tuple[str, int, str]], budget: int, own_units: set[str]
-) -> list[tuple[list[str], int]]:
+def pack_units(stream: list[tuple[str, int, str]], budget: int) -> list[tuple[list[str], int]]:
     """(episode ids, steps) per unit for a stream of (episode id, steps, upstream file) in stored
     order: greedy up to `budget` steps, and ended at a file boundary once at least half full or
-    where a file of `own_units` starts or ends. Each unit's end depends only on the episodes up
-    to it and the file after it, so a stream that grows at its end keeps its earlier units."""
+    where a file with at least half a budget of steps in this stream starts or ends. Each unit's
+    end depends only on the episodes up to it and the file after it, so a stream that grows by
+    files at its end keeps its earlier units."""
+    file_steps: dict[str, int] = {}
+    for _, n, file in stream:
+        file_steps[file] = file_steps.get(file, 0) + n
+    own_units = {f for f, n in file_steps.items() if 2 * n >= budget}
     units: list[tuple[list[str], int]] = []
     current: list[str] = []
     steps = 0
@@ -194,20 +202,16 @@ def plan_shards(layout: OutLayout, directory: str, config: BuildConfig, parts: d
     shard holds frames of one size and batches), in stored order.
 
     Units end at upstream file boundaries where they can (`pack_units`): a unit at least half
-    full ends with the file it is in, and a file of at least half a unit's steps has units of its
-    own. So a file appended upstream lands in new units (unless the last unit before it was under
-    half full), and an edited file leaves the units of the other files as they were, which the
-    next build links back. Small files are still packed together: a unit each would give tiny
-    shards."""
+    full ends with the file it is in, and a file of at least half a unit's steps (in the unit's
+    part and frame size) has units of its own. So a file appended upstream (the others keeping
+    their names) lands in new units, unless the last unit before it was under half full, and an
+    edited file leaves the units of the other files as they were, which the next build links
+    back. Small files are still packed together: a unit each would give tiny shards."""
     table = read_episode_table(layout.episodes(directory)).select(["episode_id", "num_steps"]).to_pylist()
     hw = _frame_sizes(layout, directory, config)
     per_step = estimate_bytes_per_step(layout, directory, config)
     budget = max(1, int(config.shard_cap_bytes * FILL / per_step))
     files = _first_files(layout, directory)
-    file_steps: dict[str, int] = {}
-    for r in table:
-        file_steps[files[r["episode_id"]]] = file_steps.get(files[r["episode_id"]], 0) + r["num_steps"]
-    own_units = {f for f, n in file_steps.items() if 2 * n >= budget}
     units: list[PlannedUnit] = []
     for part in (MAIN, VAL):
         rows = [r for r in table if parts[r["episode_id"]] == part]
@@ -217,7 +221,7 @@ def plan_shards(layout: OutLayout, directory: str, config: BuildConfig, parts: d
                 for r in rows
                 if hw[r["episode_id"]] == size
             ]
-            for episodes, steps in pack_units(stream, budget, own_units):
+            for episodes, steps in pack_units(stream, budget):
                 index = sum(u.part == part for u in units)
                 units.append(PlannedUnit(f"{part}-{index:04d}", part, tuple(episodes), steps))
     candidates = lowest_ranked(

@@ -24,7 +24,9 @@ from gui_assets.pipeline import RawSettings, build_directory
 from gui_assets.sources import MIND2WEB
 from gui_assets.writers.preview import write_preview
 
-CONFIG = BuildConfig(shard_cap_bytes=3_000_000)
+# About 20 steps a unit (these frames deflate to about 326 KB a step): three 6-step episodes,
+# so a greedy plan would put the 4th episode of each 4-episode file with the next file's.
+CONFIG = BuildConfig(shard_cap_bytes=7_500_000)
 
 
 def _write_rows(path: Path, rows: list[dict], like: Path) -> None:
@@ -109,16 +111,17 @@ def test_a_rebuild_reuses_unchanged_frames_and_writes_what_a_fresh_build_writes(
     assert _preview(out) == _preview(fresh)
     manifest = json.loads((out / "_work/mind2web_train/shards.json").read_text())
     reuse, shards = manifest["reuse"], manifest["shards"]
-    assert (
-        info.stats["steps"] == (48 if change == "edited" else 60) and len(shards) == info.stats["steps"] // 6
-    )
-    # A unit holds one episode here; each file has units of its own (gui_assets.sharding).
+    assert info.stats["steps"] == (48 if change == "edited" else 60)
+    # Each file has units of its own (gui_assets.sharding.pack_units): 3 + 1 episodes a file.
+    plan = json.loads((out / "_work/mind2web_train/shard_plan.json").read_text())
+    units = [len(u["episodes"]) for u in plan["units"]]
+    assert units == ([3, 1, 3, 1] if change == "edited" else [3, 1, 3, 1, 2]) and len(shards) == len(units)
     if change == "edited":  # the edited episode's unit is written, taking its frames back; the
-        # rest of its file's units are copied with the file's new revision; the other file's linked
-        assert (reuse["units_written"], reuse["units_revised"], reuse["units_linked"]) == (1, 3, 4)
+        # rest of its file is copied with the file's new revision; the other file's units linked
+        assert (reuse["units_written"], reuse["units_revised"], reuse["units_linked"]) == (1, 1, 2)
         assert reuse["steps_with_frames_reused"] == counted["steps"] > 0
-    else:  # the appended file lands in new units; the base build's units are linked back
-        assert (reuse["units_written"], reuse["units_revised"], reuse["units_linked"]) == (2, 0, 8)
+    else:  # the appended file lands in a new unit; the base build's units are linked back
+        assert (reuse["units_written"], reuse["units_revised"], reuse["units_linked"]) == (1, 0, 4)
         assert reuse["steps_with_frames_reused"] == counted["steps"] == 0
     written = [s for s in shards if s["sha256"] not in before.values()]
     assert reuse["bytes_written"] == sum(s["bytes"] for s in written)
@@ -129,7 +132,7 @@ def test_a_rebuild_reuses_unchanged_frames_and_writes_what_a_fresh_build_writes(
 def test_a_codec_change_reuses_nothing_and_matches_a_fresh_build(tmp_path, mirrors, counted):
     out = tmp_path / "incremental"
     build_directory(MIND2WEB, "train", out, RawSettings("mirror", mirrors["base"]), CONFIG)
-    other = BuildConfig(shard_cap_bytes=3_000_000, frame_codec="libdeflate", libdeflate_level=1)
+    other = BuildConfig(shard_cap_bytes=7_500_000, frame_codec="libdeflate", libdeflate_level=1)
     build_directory(MIND2WEB, "train", out, RawSettings("mirror", mirrors["base"]), other)
     assert counted == {"steps": 0, "units": 0}
     fresh = tmp_path / "fresh"
