@@ -198,9 +198,10 @@ def record_hash(episode_row: dict[str, Any], step_rows: list[dict[str, Any]]) ->
 
 
 def unrevised_hash(episode_row: dict[str, Any], step_rows: list[dict[str, Any]]) -> str:
-    """`record_hash` with the upstream revision left out. Two episodes with equal unrevised
-    hashes are written to the same shard bytes but for the revision inside `source_ref`
-    (gui_assets.revision_patch relies on it)."""
+    """`record_hash` with the upstream revisions left out (the values of `source_ref`'s
+    `revisions` too, its files kept). Two episodes with equal unrevised hashes are written to the
+    same shard bytes but for the revisions inside `source_ref` (gui_assets.revision_patch relies
+    on it, for a unit whose demos name one revision)."""
     ref = json.loads(episode_row["source_ref"])
     ref["revision"] = ""
     if "revisions" in ref:

@@ -1,8 +1,8 @@
 """A published shard copied under a new upstream revision, without writing it again.
 
-Every demo records the partition's upstream revision in its `source_ref` attribute, so any
-upstream change, even one row of one file, changes every shard of the partition. A shard whose
-episodes are otherwise unchanged differs from the last build's only there: `source_ref` is a
+Every demo records its upstream file's revision in its `source_ref` attribute, so an edit of
+one row of a file changes every shard holding episodes of that file. A shard whose episodes
+are otherwise unchanged differs from the last build's only there: `source_ref` is a
 variable-length string, which HDF5 keeps verbatim in a global heap collection (no length
 prefix of its own beyond the object's, no checksum, no compression), so a revision of the same
 length replaced in place gives exactly the bytes a fresh writer makes.

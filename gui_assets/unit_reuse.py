@@ -11,13 +11,14 @@ systems) and reports the same result, so publish writes what a fresh build write
 reading or writing a frame. The preview's picks among its steps are not in the key: they do
 not change the shards, and the preview draws from the shards any picture the cache lacks.
 
-Every demo records the partition's upstream revision, so an upstream change moves every unit's
-key. A unit whose episodes differ from a published unit's only by that revision (the same
-`unrevised` key: episodes by their `unrevised_hash`) is copied from the published shards with
-the new revision put in place (`revision_patch`): the kernel copies each shard while one read
-of it finds the revisions and hashes the copy to be. So a one-row edit rewrites the unit holding
-that row, and the others cost a copy each. Units that do change still take their unchanged
-steps' frames back (`frame_reuse`).
+Every demo records its upstream file's revision, so an edit of a file moves the key of every
+unit holding episodes of that file. A unit whose episodes differ from a published unit's only
+by that revision (the same `unrevised` key: episodes by their `unrevised_hash`), all of one
+revision, is copied from the published shards with the new revision put in place
+(`revision_patch`): the kernel copies each shard while one read of it finds the revisions and
+hashes the copy to be. So a one-row edit rewrites the unit holding that row, the edited file's
+other units cost a copy each, and the units of other files a link. Units that do change still
+take their unchanged steps' frames back (`frame_reuse`).
 """
 
 from __future__ import annotations
