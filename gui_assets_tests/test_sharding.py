@@ -182,7 +182,7 @@ def _stream(files: list[tuple[str, list[int]]]) -> list[tuple[str, int, str]]:
 
 def test_units_end_at_a_file_boundary_once_half_full_and_big_files_have_their_own():
     stream = _stream([("a", [30, 30]), ("b", [20, 20]), ("c", [10]), ("big", [40, 40, 40]), ("d", [10])])
-    units = sharding.pack_units(stream, budget=100, own_units={"big"})
+    units = sharding.pack_units(stream, budget=100)
     assert [(eps, n) for eps, n in units] == [
         (["a#0", "a#1"], 60),  # half full at the end of a: ends there
         (["b#0", "b#1", "c#0"], 50),  # under half at the end of b: c joins; big starts a unit
@@ -208,12 +208,9 @@ def test_a_stream_grown_by_files_at_its_end_keeps_its_earlier_units():
             (f"g{i}", [rng.randint(1, 40) for _ in range(rng.randint(1, 6))])
             for i in range(rng.randint(1, 4))
         ]
-        steps: dict[str, int] = {}
-        for name, lengths in files + more:
-            steps[name] = sum(lengths)
-        own = {f for f, n in steps.items() if 2 * n >= budget}
-        before = sharding.pack_units(_stream(files), budget, own)
-        after = sharding.pack_units(_stream(files + more), budget, own)
+        own = {name for name, lengths in files + more if 2 * sum(lengths) >= budget}
+        before = sharding.pack_units(_stream(files), budget)
+        after = sharding.pack_units(_stream(files + more), budget)
         assert all(n <= budget or len(eps) == 1 for eps, n in after)
         closed = 2 * before[-1][1] >= budget or files[-1][0] in own or more[0][0] in own
         kept = before if closed else before[:-1]
