@@ -29,14 +29,13 @@ manifest and in dataset_info.json's upstream block.
 
 from __future__ import annotations
 
-import dataclasses
 import fnmatch
 import hashlib
 import json
 import logging
 import re
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -415,13 +414,9 @@ def _manifest(
     if cache is not None:
         cache.save()
     entries = fold(patterns, described, root.resolve())
-    part_revision = revision or mirror_revision(entries)
-    # A mirror file's own revision is its content; a hub file's is set by from_hub (its last commit).
-    entries = [
-        dataclasses.replace(f, revision=mirror_revision([f]) if mode == "mirror" else part_revision)
-        for f in entries
-    ]
-    return RawPartition(repo_id, part_revision, mode, patterns, entries, root.resolve())
+    return RawPartition(
+        repo_id, revision or mirror_revision(entries), mode, patterns, entries, root.resolve()
+    )
 
 
 def from_mirror(
@@ -432,6 +427,7 @@ def from_mirror(
         raise RawInputError(f"mirror has no {repo_id}: {repo_root} does not exist")
     files = match_files(repo_root, patterns)
     part = _manifest(repo_id, None, "mirror", patterns, files, repo_root, cache)
+    part.files = [replace(f, revision=mirror_revision([f])) for f in part.files]  # its content
     part.downloaded_at = downloaded_at(repo_root, files)
     return part
 
@@ -478,5 +474,5 @@ def from_hub(
     # Kept beside the snapshots, in the repo's own cache folder: <cache>/datasets--o--r/
     cache = snapshot.parent.parent / "gui_assets" / f"last_commits-{snapshot.name}.json"
     commits = hub_file_commits(repo_id, snapshot.name, [f.path for f in part.files], token, endpoint, cache)
-    part.files = [dataclasses.replace(f, revision=commits[f.path]) for f in part.files]
+    part.files = [replace(f, revision=commits[f.path]) for f in part.files]
     return part

@@ -156,16 +156,11 @@ def _rows_at(steps: pq.ParquetFile, picks: list[int], cols: list[str]) -> Iterat
         offset += batch.num_rows
 
 
-def _first_files(layout: OutLayout, directory: str) -> dict[str, str]:
-    """Each episode's upstream file: the first, in the manifest's (path) order, that any of its
+def _first_file(source_ref: str) -> str:
+    """An episode's upstream file: the first, in the manifest's (path) order, that any of its
     steps was read from; where its first row sits, for a source whose steps span files."""
-    table = read_episode_table(layout.episodes(directory)).select(["episode_id", "source_ref"])
-    ids, refs = table.column("episode_id").to_pylist(), table.column("source_ref").to_pylist()
-    files = {}
-    for episode, ref in zip(ids, refs, strict=True):
-        d = json.loads(ref)
-        files[episode] = min([str(d.get("file", "")), *(str(s[0]) for s in d.get("steps", []))])
-    return files
+    d = json.loads(source_ref)
+    return min([str(d.get("file", "")), *(str(s[0]) for s in d.get("steps", []))])
 
 
 def pack_units(stream: list[tuple[str, int, str]], budget: int) -> list[tuple[list[str], int]]:
@@ -207,11 +202,15 @@ def plan_shards(layout: OutLayout, directory: str, config: BuildConfig, parts: d
     their names) lands in new units, unless the last unit before it was under half full, and an
     edited file leaves the units of the other files as they were, which the next build links
     back. Small files are still packed together: a unit each would give tiny shards."""
-    table = read_episode_table(layout.episodes(directory)).select(["episode_id", "num_steps"]).to_pylist()
+    table = (
+        read_episode_table(layout.episodes(directory))
+        .select(["episode_id", "num_steps", "source_ref"])
+        .to_pylist()
+    )
     hw = _frame_sizes(layout, directory, config)
     per_step = estimate_bytes_per_step(layout, directory, config)
     budget = max(1, int(config.shard_cap_bytes * FILL / per_step))
-    files = _first_files(layout, directory)
+    files = {r["episode_id"]: _first_file(r["source_ref"]) for r in table}
     units: list[PlannedUnit] = []
     for part in (MAIN, VAL):
         rows = [r for r in table if parts[r["episode_id"]] == part]
