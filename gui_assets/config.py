@@ -5,11 +5,8 @@ from __future__ import annotations
 import importlib.util
 import os
 from collections.abc import Mapping
-from dataclasses import MISSING, dataclass, field, fields, replace
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from gui_assets.source_spec import SourceSpec
+from dataclasses import MISSING, dataclass, field, fields
+from typing import Any
 
 DEFAULT_SHARD_CAP_BYTES = 500 * 1000 * 1000
 FRAME_CODECS = ("isal", "libdeflate", "gzip")
@@ -102,9 +99,10 @@ class BuildConfig:
         meaning="`[H, W]` every agentview frame is resized to, so all shards batch together",
         default_text="each demo's own size",
     )
-    # {source: {option: value}}: as given (run config), or resolved by for_source for one source.
+    # {source: {option: value}}: as given (run config), or resolved for one source by its spec
+    # (SourceSpec.resolve_config).
     source_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    # The source for_source resolved this config for ("" before): whose options `options` holds.
+    # The source this config was resolved for ("" before): whose options `options` holds.
     source: str = ""
 
     def __post_init__(self) -> None:
@@ -140,18 +138,13 @@ class BuildConfig:
     def decode_budget_bytes(self) -> int:
         return self.decode_budget_mb * 1000 * 1000
 
-    def for_source(self, spec: SourceSpec) -> BuildConfig:
-        """This config for one source's partition: that source's options checked against its
-        declaration and their defaults filled (OptionError names a bad one), the other sources'
-        left out. Resolving twice changes nothing."""
-        given = self.source_options.get(spec.name, {})
-        return replace(self, source_options={spec.name: spec.resolve_options(given)}, source=spec.name)
-
     @property
     def options(self) -> Mapping[str, Any]:
-        """The options of the source this config was resolved for (`for_source`)."""
+        """The options of the source this config was resolved for (SourceSpec.resolve_config)."""
         if not self.source:
-            raise LookupError("this BuildConfig was resolved for no source: call for_source(spec) first")
+            raise LookupError(
+                "this BuildConfig was resolved for no source: call spec.resolve_config(config) first"
+            )
         return self.source_options[self.source]
 
     def to_dict(self) -> dict[str, Any]:

@@ -8,7 +8,7 @@ so the card, the preview and the cua-lite export read built files, never this mo
 
 A source's options (`SourceOption`: what its adapter lets a build choose, such as Pango's
 `hover`) are declared on its spec only: run config sets them as
-`resources.build.config.source_options.<source>.<option>`, `BuildConfig.for_source` checks them
+`resources.build.config.source_options.<source>.<option>`, `SourceSpec.resolve_config` checks them
 and fills the defaults, the adapter reads `run.config.options[<option>]`, and dataset_info.json
 records them in `build.config.source_options`.
 """
@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # types only: a stage imports just what it runs (its code_version follows imports)
     from gui_assets.assembly import AdapterRun
+    from gui_assets.config import BuildConfig
     from gui_assets.ir import GuiEpisode
     from gui_assets.mirror import RawPartition
     from gui_assets.splits import SplitRule
@@ -117,7 +118,7 @@ class SourceSpec:
     repo_id: str  # upstream repo, also the mirror path <mirror>/<owner>/<repo>
     partition_keys: tuple[str, ...]  # output directories are f"{name}_{key}"
     file_patterns: Callable[[str], list[str]]  # partition key -> globs of repo paths
-    # Called with the run's config resolved for this source (`BuildConfig.for_source`), whoever
+    # Called with the run's config resolved for this source (`resolve_config`), whoever
     # built the config: `run.config.options` holds every option of `options`, checked.
     adapter: Adapter
     split_rule: SplitRule
@@ -202,6 +203,13 @@ class SourceSpec:
         """Every option of this source from the values `given` (by name), defaults filled."""
         return resolve_options(self.name, self.options, given)
 
+    def resolve_config(self, config: BuildConfig) -> BuildConfig:
+        """`config` for one of this source's partitions: this source's options checked against
+        its declaration and their defaults filled (OptionError names a bad one), the other
+        sources' left out. Resolving twice changes nothing."""
+        given = config.source_options.get(self.name, {})
+        return replace(config, source_options={self.name: self.resolve_options(given)}, source=self.name)
+
     def hub_mode(self) -> HubMode:
         """Whether GUI_ASSETS_SOURCE=hub builds this source, from what the declaration says."""
         if self.not_on_hub:
@@ -237,7 +245,7 @@ def _bound_to_options(declared: Adapter, spec: SourceSpec) -> Adapter:
 
     @functools.wraps(declared)
     def adapter(run: AdapterRun) -> Iterator[GuiEpisode]:
-        run.config = run.config.for_source(spec)
+        run.config = spec.resolve_config(run.config)
         return declared(run)
 
     setattr(adapter, _DECLARED, declared)

@@ -59,18 +59,18 @@ def test_every_byte_changing_knob_comes_from_a_build_config_field_with_its_defau
 
 def test_build_config_records_each_source_s_options_once_resolved():
     config = BuildConfig(gzip_level=1, source_options={"pango": {"hover": True}, "mind2web": {}})
-    resolved = config.for_source(PANGO)
-    assert resolved.options == {"hover": True} and resolved.for_source(PANGO) == resolved
+    resolved = PANGO.resolve_config(config)
+    assert resolved.options == {"hover": True} and PANGO.resolve_config(resolved) == resolved
     recorded = resolved.to_dict()
     assert recorded["source_options"] == {"pango": {"hover": True}} and recorded["gzip_level"] == 1
     assert "source" not in recorded and "pango_hover" not in recorded
-    assert BuildConfig().for_source(MIND2WEB).options == {
+    assert MIND2WEB.resolve_config(BuildConfig()).options == {
         "viewport_width": 1280,
         "viewport_height": 1080,
         "scroll_step_fraction": 0.75,
         "scroll_bottom_margin": 0.10,
     }
-    with pytest.raises(LookupError, match="for_source"):
+    with pytest.raises(LookupError, match="resolve_config"):
         _ = BuildConfig().options
 
 
@@ -140,7 +140,7 @@ def test_publish_knobs_are_not_recorded_in_build_config():
 
 def test_a_spec_without_options_resolves_to_none():
     spec: SourceSpec = next(s for s in SOURCES if not s.options)
-    assert BuildConfig().for_source(spec).options == {}
+    assert spec.resolve_config(BuildConfig()).options == {}
 
 
 def test_the_lerobot_export_is_off_unless_the_knob_or_the_variable_asks(monkeypatch):

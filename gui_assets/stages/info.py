@@ -38,7 +38,7 @@ def write_info(spec: SourceSpec, key: str, layout: OutLayout, config: BuildConfi
         build={
             "gui_assets_version": GUI_ASSETS_VERSION,
             "adapter": spec.adapter_name,
-            "config": config.for_source(spec).to_dict(),  # this source's options only
+            "config": spec.resolve_config(config).to_dict(),  # this source's options only
             "upstream": raw.upstream_record(),
             "demo_mirror": raw.demo_mirror,
             "source": spec.record(key),

@@ -18,7 +18,7 @@ from gui_assets.sources import MIND2WEB
 from gui_assets.stats import BuildStats
 from gui_assets_tests.conftest import REPO, candidate, m2w_row, page_bytes, run_adapter
 
-CFG = BuildConfig().for_source(MIND2WEB)  # expand_action reads Mind2Web's options
+CFG = MIND2WEB.resolve_config(BuildConfig())  # expand_action reads Mind2Web's options
 
 
 def run(mirror: Path, tmp_path: Path, split: str = "train") -> tuple[list[GuiEpisode], BuildStats]:
