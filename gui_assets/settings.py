@@ -1,7 +1,9 @@
 """Every setting a user can give, declared once: the environment variables, and the knobs of the
 build resource's run config (`resources.build.config`), each with its meaning and default.
 
-The resources read the variables through `Variable.read()` (at run time, never at import), the
+The resources read the variables through `Variable.value()` (at run time, never at import); the
+code location judges every variable's value when it loads (`refuse_bad_environment`), so a bad
+one stops the load rather than a later run. The
 build resource's fields are made from `build_knobs()` (the byte-changing knobs come from
 BuildConfig's own fields, the others are declared in PUBLISH_KNOBS below) and from each
 registered source's options, and the README's configuration tables are rendered from the same
@@ -19,6 +21,10 @@ from gui_assets.config import BuildConfig
 from gui_assets.source_spec import SourceOption, SourceSpec
 
 
+class SettingError(ValueError):
+    """A variable set to a value its declaration does not allow."""
+
+
 @dataclass(frozen=True, slots=True)
 class Variable:
     """One environment variable: read when a run starts, so the code location loads without it."""
@@ -27,10 +33,27 @@ class Variable:
     meaning: str
     default: str  # what applies when it is unset, in words
     secret: bool = False  # never logged, never in metadata
+    choices: tuple[str, ...] = ()  # the values it may take (case and spaces aside); empty: any
+    whole_number: bool = False  # it counts something: digits only
 
     def read(self) -> str | None:
-        """Its value, None when unset or empty."""
+        """Its value as set, None when unset or empty."""
         return os.environ.get(self.name) or None
+
+    def value(self) -> str | None:
+        """Its value, judged against the declaration (a choice comes back lower-cased); None when
+        unset. SettingError names the variable, the value and what it may be."""
+        raw = self.read()
+        if raw is None:
+            return None
+        if self.choices:
+            chosen = raw.strip().lower()
+            if chosen not in self.choices:
+                raise SettingError(f"{self.name} must be one of {', '.join(self.choices)}, not {raw!r}")
+            return chosen
+        if self.whole_number and not raw.strip().isdigit():
+            raise SettingError(f"{self.name} must be a whole number, not {raw!r}")
+        return raw.strip() if self.whole_number else raw
 
 
 OUT = Variable("GUI_ASSETS_OUT", "where datasets are written", "`./build`")
@@ -43,6 +66,7 @@ SOURCE = Variable(
     "GUI_ASSETS_SOURCE",
     "`mirror` (read `GUI_ASSETS_MIRROR`) or `hub` (download with huggingface_hub, then read)",
     "`mirror`",
+    choices=("mirror", "hub"),
 )
 HF_TOKEN = Variable(
     "HF_TOKEN", "hub token for gated repos and uploads; never logged or written", "unset", True
@@ -65,6 +89,7 @@ EXECUTOR = Variable(
     "how a run's steps execute, read when the code location loads: `in_process`, `multiprocess`, "
     "`celery` or `k8s`",
     "`in_process`",
+    choices=("in_process", "multiprocess", "celery", "k8s"),
 )
 CELERY_BROKER = Variable(
     "GUI_ASSETS_CELERY_BROKER",
@@ -77,12 +102,14 @@ WRITE_THREADS = Variable(
     "GUI_ASSETS_WRITE_THREADS",
     "threads that decode and deflate frames in a shard-writing step (the `write_threads` knob wins)",
     "the usable CPUs",
+    whole_number=True,
 )
 LEROBOT = Variable(
     "GUI_ASSETS_LEROBOT",
     "`1`: write the LeRobot export (`lerobot_export`, `hub_lerobot`) with the rest; it doubles the "
     "bytes written and uploaded (the `lerobot_export` knob wins)",
     "off",
+    choices=("0", "1", "true", "false", "yes", "no"),
 )
 
 VARIABLES: tuple[Variable, ...] = (
@@ -99,6 +126,19 @@ VARIABLES: tuple[Variable, ...] = (
     WRITE_THREADS,
     LEROBOT,
 )
+
+
+def refuse_bad_environment() -> None:
+    """Raises SettingError naming every variable whose value its declaration does not allow (the
+    code location calls it when it loads, so `GUI_ASSETS_SOURCE=bogus` stops the load, not a run)."""
+    problems = []
+    for variable in VARIABLES:
+        try:
+            variable.value()
+        except SettingError as e:
+            problems.append(str(e))
+    if problems:
+        raise SettingError("bad gui_assets settings in the environment: " + "; ".join(problems))
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,6 +28,14 @@ from gui_assets.writers.hub import HfHubTarget, LocalHubTarget, Target
 DEMO_MIRROR_DIR = "demo_mirror"
 
 
+def _judged(variable: settings.Variable) -> str | None:
+    """A variable's judged value; a bad one (set after the code location loaded) fails the run."""
+    try:
+        return variable.value()
+    except settings.SettingError as e:
+        raise dg.Failure(str(e)) from None
+
+
 class GuiAssetsPaths(dg.ConfigurableResource):
     """GUI_ASSETS_OUT, GUI_ASSETS_MIRROR and GUI_ASSETS_SOURCE.
 
@@ -42,10 +50,13 @@ class GuiAssetsPaths(dg.ConfigurableResource):
         return Path(self.out or settings.OUT.read() or "build").resolve()
 
     def source_mode(self) -> str:
-        mode = (self.source or settings.SOURCE.read() or "mirror").strip().lower()
-        if mode not in ("mirror", "hub"):
-            raise dg.Failure(f"{settings.SOURCE.name} must be 'mirror' or 'hub', not {mode!r}")
-        return mode
+        if self.source is not None:
+            mode = self.source.strip().lower()
+            if mode not in settings.SOURCE.choices:
+                allowed = ", ".join(settings.SOURCE.choices)
+                raise dg.Failure(f"paths.source must be one of {allowed}, not {mode!r}")
+            return mode
+        return _judged(settings.SOURCE) or "mirror"
 
     def mirror_dir(self) -> Path:
         explicit = self.mirror or settings.MIRROR.read()
@@ -110,23 +121,14 @@ class BuildSettingsBase(dg.ConfigurableResource):
         explicit = getattr(self, "lerobot_export", None)
         if explicit is not None:
             return bool(explicit)
-        value = (settings.LEROBOT.read() or "").strip().lower()
-        if value not in ("", "0", "1", "true", "false", "yes", "no"):
-            raise dg.Failure(f"{settings.LEROBOT.name} must be 1 or 0, not {value!r}")
-        return value in ("1", "true", "yes")
+        return _judged(settings.LEROBOT) in ("1", "true", "yes")
 
     def threads(self) -> int | None:
         explicit = getattr(self, "write_threads", None)
         if explicit:
             return explicit
-        value = settings.WRITE_THREADS.read()
-        if value is None:
-            return None
-        if not value.strip().isdigit():
-            raise dg.Failure(
-                f"{settings.WRITE_THREADS.name} must be a whole number of threads, not {value!r}"
-            )
-        return int(value) or None
+        value = _judged(settings.WRITE_THREADS)
+        return int(value) or None if value is not None else None
 
 
 def _options_model(spec: SourceSpec) -> type[dg.Config]:
