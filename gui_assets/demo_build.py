@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gui_assets.layout import WORK_DIR
+from gui_assets.memory import build_process_env
 from gui_assets.sources import SOURCES
 
 LOG_DIR = "demo_logs"  # under <out>/_work: pipeline state, never published
@@ -105,8 +106,11 @@ def _tail(log: Path, lines: int = LOG_TAIL_LINES) -> str:
 def run_one(partition: Partition, log: Path) -> int:
     """One partition's run, its output in `log`; its exit status."""
     cmd = [sys.executable, "-m", "dagster", *partition.arguments()]  # the Dagster of this Python
+    env = build_process_env(os.environ)  # the allocator settings a build process starts with
     with log.open("w", encoding="utf-8") as fh:
-        return subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL).returncode
+        return subprocess.run(
+            cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env
+        ).returncode
 
 
 def build(partitions: Sequence[Partition]) -> int:

@@ -205,7 +205,7 @@ def asset_keys(asset: Any) -> set[Any]:
 
 def source_definitions(source: str) -> list:
     """One source's assets and checks from the code location (one partitions definition)."""
-    from gui_assets import defs
+    from gui_assets.definitions import defs
 
     assets = [
         a for a in defs.assets or [] if all(k.to_user_string().startswith(source) for k in asset_keys(a))

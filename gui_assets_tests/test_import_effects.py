@@ -161,26 +161,22 @@ def test_a_pool_chosen_before_the_import_stays():
 
 
 def test_the_package_names_its_definitions_without_building_them():
-    """`dir(gui_assets)` lists `defs` (Dagster's loader for `-m gui_assets` lists members, then
-    gets each), and nothing is built until it is asked for."""
+    """`dir(gui_assets)` lists `code_location` (Dagster's loader for `-m gui_assets` lists members,
+    then gets each), nothing is built until it is asked for, and it is the Definitions of
+    gui_assets.definitions, whichever of the package's modules were loaded first."""
     code = (
-        "import json, sys, gui_assets;"
-        "listed = 'defs' in dir(gui_assets);"
+        "import json, sys, gui_assets, gui_assets.defs.partitions;"
+        "listed = 'code_location' in dir(gui_assets);"
         "built_early = 'gui_assets.definitions' in sys.modules;"
-        "kind = type(gui_assets.defs).__name__;"
-        "print(json.dumps([listed, built_early, kind, 'gui_assets.definitions' in sys.modules]))"
+        "location = gui_assets.code_location;"
+        "from gui_assets.definitions import defs;"
+        "print(json.dumps([listed, built_early, type(location).__name__, location is defs]))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert json.loads(out) == [True, False, "Definitions", True]
 
 
-def test_the_definitions_stay_the_packages_defs_after_the_shell_loads():
-    """Loading a module of the subpackage gui_assets.defs first binds the name `defs` on the
-    package to that subpackage; the package keeps answering with the Definitions."""
-    code = (
-        "import json, gui_assets.defs.cli_hint, gui_assets;"
-        "from gui_assets import defs;"
-        "print(json.dumps([type(gui_assets.defs).__name__, type(defs).__name__]))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert json.loads(out) == ["Definitions", "Definitions"]
+def test_the_package_has_no_other_attribute_on_demand():
+    code = "import gui_assets; gui_assets.no_such_name"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 1 and "has no attribute 'no_such_name'" in r.stderr

@@ -121,14 +121,6 @@ IMPORT_TIME_STATE = {
     ("gc", "disable"),
     ("gc", "set_threshold"),
 }
-# gui_assets.memory's process-wide policies, and who may apply them.
-PROCESS_WIDE = {
-    "tune_build_process",
-    "long_lived",
-    "use_system_arrow_pool",
-    "one_malloc_arena",
-    "no_collection_at_exit",
-}
 
 
 def _is_main_guard(node: ast.AST) -> bool:
@@ -176,24 +168,96 @@ def test_no_module_touches_process_state_while_it_is_imported():
     assert not touched
 
 
-def test_the_process_wide_policies_are_applied_where_the_definitions_load_only():
-    callers: dict[str, set[str]] = {}
+SHELL = ("gui_assets", "gui_assets.definitions", "gui_assets.defs")
+
+
+def _in_shell(name: str) -> bool:
+    return name in SHELL or name.startswith("gui_assets.defs.")
+
+
+def test_the_shell_reads_no_command_line_swaps_no_module_class_and_tunes_no_allocator():
+    """Loading the code location is plain: what a run does is decided by Dagster's own command
+    line and the environment, never by the location reading argv; no module object is replaced
+    or retyped; the allocator settings are environment variables (gui_assets.memory)."""
+    found = []
     for name, path in modules().items():
+        tree = parse_file(path)
+        for node in ast.walk(tree):
+            if _in_shell(name) and isinstance(node, ast.Attribute) and node.attr == "argv":
+                found.append(f"{name}:{node.lineno} reads argv")
+            if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                if any(isinstance(t, ast.Attribute) and t.attr == "__class__" for t in targets):
+                    found.append(f"{name}:{node.lineno} assigns __class__")
+        if _in_shell(name) or name == "gui_assets.memory":
+            low_level = {n for n in imported_names(path) if n.split(".")[0] in ("ctypes", "mmap")}
+            found += [f"{name} imports {n}" for n in sorted(low_level)]
+    assert not found
+
+
+def module_graph() -> dict[str, set[str]]:
+    """Each package module and the package modules it imports (types and function-level imports
+    included): `from p import n` counts as an import of p.n when that is a module, else of p."""
+    known = modules()
+    graph: dict[str, set[str]] = {}
+    for name, path in known.items():
+        package = path.relative_to(PACKAGE.parent).parts[:-1]
+        edges: set[str] = set()
         for node in ast.walk(parse_file(path)):
-            if isinstance(node, ast.Call):
-                fn = node.func
-                called = (
-                    fn.id if isinstance(fn, ast.Name) else fn.attr if isinstance(fn, ast.Attribute) else ""
-                )
-                if called in PROCESS_WIDE:
-                    callers.setdefault(called, set()).add(name)
-    assert callers == {
-        "tune_build_process": {"gui_assets.definitions"},
-        "long_lived": {"gui_assets.definitions"},
-        "use_system_arrow_pool": {"gui_assets.memory"},  # inside tune_build_process
-        "one_malloc_arena": {"gui_assets.memory"},
-        "no_collection_at_exit": {"gui_assets.memory"},
-    }
+            if isinstance(node, ast.Import):
+                edges.update(a.name for a in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                anchor = package[: len(package) - node.level + 1] if node.level else ()
+                base = ".".join([*anchor, *([node.module] if node.module else [])])
+                subs = {f"{base}.{a.name}" for a in node.names} & known.keys()
+                edges.update(subs if len(subs) == len(node.names) else {base, *subs})
+        graph[name] = {e for e in edges if e in known and e != name}
+    return graph
+
+
+def import_circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The graph's strongly connected components of two modules or more (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return circles
+
+
+def test_the_package_imports_form_no_circle():
+    """The modules stand in floors, each above everything it imports (a module's package
+    counts as a module), so no import runs back up and no change has to go round a loop."""
+    assert import_circles(module_graph()) == []
+
+
+def test_the_circle_finder_finds_a_circle():
+    assert import_circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
 def test_the_package_init_imports_nothing_of_the_package():

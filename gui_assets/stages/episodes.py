@@ -12,7 +12,6 @@ from gui_assets.episode_store import EpisodeWriter, ImageStore
 from gui_assets.errors import EmptyPartitionError
 from gui_assets.ir import GuiEpisode
 from gui_assets.layout import OutLayout
-from gui_assets.memory import PAGE_MMAP, unmapped_when_freed
 from gui_assets.mirror import RawPartition
 from gui_assets.source_spec import SourceSpec
 from gui_assets.stages.common import count, disk_full_named
@@ -45,14 +44,9 @@ def build_episodes(spec: SourceSpec, key: str, layout: OutLayout, config: BuildC
     stats = BuildStats()
     writer = EpisodeWriter(layout.episodes(directory))
     try:
-        # Upstream pages (parquet pages, archive members) are read whole: mmap'd, so the heap's
-        # holes between screenshots never have to fit one (gui_assets.memory).
-        with (
-            # At most the partition's upstream bytes: the screenshots are copied out of them.
-            disk_full_named(
-                f"{directory}: writing the IR", layout.episodes(directory), lambda: raw_bytes(raw)
-            ),
-            unmapped_when_freed(PAGE_MMAP),
+        # At most the partition's upstream bytes: the screenshots are copied out of them.
+        with disk_full_named(
+            f"{directory}: writing the IR", layout.episodes(directory), lambda: raw_bytes(raw)
         ):
             for episode in adapt(spec, raw, store, config, stats):
                 writer.add(episode)

@@ -33,7 +33,6 @@ from gui_assets.atomic import atomic_path
 from gui_assets.config import usable_cpus
 from gui_assets.ir import ACTION_TYPE_NAMES
 from gui_assets.layout import PREVIEW_DIR, DatasetInfo, OutLayout, built_directories
-from gui_assets.memory import unmapped_when_freed
 from gui_assets.shard_reader import inflate, read_chunk
 from gui_assets.writers.preview_frames import (
     DEFAULT_COUNT,
@@ -182,7 +181,6 @@ def _directory_rows(
                 )
 
 
-@unmapped_when_freed()
 def write_preview(
     out: Path, count: int = DEFAULT_COUNT, seed: int = DEFAULT_SEED, threads: int | None = None
 ) -> dict[str, Any]:

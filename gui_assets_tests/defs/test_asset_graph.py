@@ -14,7 +14,7 @@ import itertools
 import dagster as dg
 import pytest
 
-from gui_assets import defs
+from gui_assets.definitions import defs
 from gui_assets.defs.factory import build_source_defs
 from gui_assets.source_spec import SourceSpec
 from gui_assets.sources import SOURCES
