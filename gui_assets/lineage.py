@@ -8,17 +8,15 @@ AST dump without docstrings, so comments, docstrings and formatting move nothing
 change to what runs does. Imports under `if TYPE_CHECKING:` are types, not code that runs.
 
 The declaration's data a stage depends on (repo id and file patterns for the raw stage, the split
-rule for the split stage, ...) is hashed with it, and so is the package version. Where a stage
-runs only a function or two of a module (the raw stage runs an adapter's `file_patterns`), only
-those functions count: their own definitions and the module-level names they reach, followed
-through the module (`function_closure`), so an edit elsewhere in the adapter moves the episodes
-stage and not the raw one.
+rule for the split stage, ...) is hashed with it, and so is the package version. The unit is the
+module: the raw stage, which calls an adapter's `file_patterns`, counts the adapter module and
+its closure, so any edit of the adapter moves it as well as the episodes stage. Each module is
+walked once per process; nothing is kept between processes.
 """
 
 from __future__ import annotations
 
 import ast
-import contextlib
 import functools
 import hashlib
 import json
@@ -26,12 +24,13 @@ import os
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gui_assets.atomic import atomic_write_text
 from gui_assets.python_source import parse_python
-from gui_assets.source_spec import SourceSpec
 from gui_assets.version import GUI_ASSETS_VERSION
+
+if TYPE_CHECKING:
+    from gui_assets.source_spec import SourceSpec
 
 PACKAGE = "gui_assets"
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -159,86 +158,13 @@ def _stamp(path: Path) -> tuple[int, int]:
     return st.st_mtime_ns, st.st_size
 
 
-CACHE_DIR_ENV = "GUI_ASSETS_CACHE_DIR"
-
-
-def cache_dir() -> Path | None:
-    """Where the package keeps what it can always recompute: $GUI_ASSETS_CACHE_DIR, else
-    $XDG_CACHE_HOME/gui_assets (an absolute one, as the XDG rule has it), else
-    ~/.cache/gui_assets; None when there is no home to put it in."""
-    explicit = os.environ.get(CACHE_DIR_ENV)
-    if explicit:
-        return Path(explicit)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    if xdg and os.path.isabs(xdg):
-        return Path(xdg) / PACKAGE
-    try:
-        return Path.home() / ".cache" / PACKAGE
-    except RuntimeError:  # no HOME and no password entry
-        return None
-
-
-def analysis_cache_file() -> Path | None:
-    """The analysis cache's file, one per interpreter version (the AST's form is the
-    interpreter's), or None when there is no cache folder."""
-    folder = cache_dir()
-    return None if folder is None else folder / f"lineage.{sys.implementation.cache_tag}.json"
-
-
-class _AnalysisCache:
-    """What the AST walk found in a module (its normalized digest and its runtime imports), kept
-    on disk in the user's cache folder by the module's name and the sha256 of its bytes, so any
-    checkout or copy of the package shares it: about a quarter of a code location's load time
-    otherwise, for the same answers. The cache is only a shortcut: a file it cannot read or write is
-    ignored, and bytes it has not seen are walked."""
-
-    def __init__(self, path: Path | None) -> None:
-        self.path = path
-        try:
-            loaded = json.loads(path.read_text(encoding="utf-8")) if path is not None else {}
-        except (OSError, ValueError):
-            loaded = {}
-        self.entries: dict[str, list[Any]] = loaded if isinstance(loaded, dict) else {}
-        self.used: set[str] = set()
-        self.dirty = False
-
-    def analysis(self, path: Path, name: str) -> tuple[str, frozenset[str]]:
-        source = path.read_bytes()
-        key = f"{name}:{hashlib.sha256(source).hexdigest()}"
-        self.used.add(key)
-        hit = self.entries.get(key)
-        if isinstance(hit, list) and len(hit) == 2 and isinstance(hit[0], str) and isinstance(hit[1], list):
-            return hit[0], frozenset(hit[1])
-        tree = parse_python(source.decode("utf-8"), filename=str(path))
-        imports = frozenset(_runtime_imports(tree, name, path.name == "__init__.py"))
-        digest = hashlib.sha256(normalized_source(tree).encode()).hexdigest()
-        self.entries[key] = [digest, sorted(imports)]
-        self.dirty = True
-        return digest, imports
-
-    def save(self) -> None:
-        """Write the entries this process used, and those of modules it did not look at (a
-        process that walks a few modules keeps the others' for the next); other bytes of a
-        module it did look at drop out. Atomically, so a concurrent process reads the old file
-        or the new one."""
-        if not self.dirty or self.path is None:
-            return
-        self.dirty = False
-        looked = {k.split(":", 1)[0] for k in self.used}
-        keep = {k: v for k, v in self.entries.items() if k in self.used or k.split(":", 1)[0] not in looked}
-        with contextlib.suppress(OSError):  # a read-only or missing home: each process walks
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(self.path, json.dumps(keep, sort_keys=True))
-
-
-@functools.cache
-def _cache(path: Path | None) -> _AnalysisCache:
-    return _AnalysisCache(path)
-
-
 @functools.cache
 def _analysis(path: Path, stamp: tuple[int, int], name: str) -> tuple[str, frozenset[str]]:
-    return _cache(analysis_cache_file()).analysis(path, name)
+    """A module's normalized digest and its runtime imports, once per process for each state of
+    its file (`stamp`: an edited file is walked anew)."""
+    tree = parse_python(path.read_text(encoding="utf-8"), filename=str(path))
+    imports = frozenset(_runtime_imports(tree, name, path.name == "__init__.py"))
+    return hashlib.sha256(normalized_source(tree).encode()).hexdigest(), imports
 
 
 def _imports_of(path: Path, stamp: tuple[int, int], name: str) -> frozenset[str]:
@@ -247,79 +173,6 @@ def _imports_of(path: Path, stamp: tuple[int, int], name: str) -> frozenset[str]
 
 def _module_digest(path: Path, stamp: tuple[int, int], name: str) -> str:
     return _analysis(path, stamp, name)[0]
-
-
-def _top_level_names(tree: ast.Module) -> tuple[dict[str, list[ast.stmt]], dict[str, str]]:
-    """A module's definitions by the names they bind, and the names its imports bind (to the
-    module each comes from, or names)."""
-    defined: dict[str, list[ast.stmt]] = {}
-    imported: dict[str, str] = {}
-    for node in tree.body:
-        targets: list[str] = []
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            targets = [node.name]
-        elif isinstance(node, ast.Assign):
-            targets = [n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)]
-        elif isinstance(node, ast.AnnAssign | ast.AugAssign) and isinstance(node.target, ast.Name):
-            targets = [node.target.id]
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            for a in node.names:
-                imported[a.asname or a.name] = f"{node.module}.{a.name}"
-        elif isinstance(node, ast.Import):
-            for a in node.names:
-                imported[a.asname or a.name.split(".")[0]] = a.name
-        for name in targets:
-            defined.setdefault(name, []).append(node)
-    return defined, imported
-
-
-def function_closure(
-    function_name: str, module: str, package_dir: Path = PACKAGE_DIR
-) -> tuple[str, list[str]]:
-    """What a module-level function of this package runs: a digest of its definition and of every
-    module-level definition it names, followed through the module, and the package modules those
-    definitions import names from (whose whole closure then counts, as for any root)."""
-    path = module_path(module, package_dir)
-    if path is None:
-        raise ValueError(f"{module} is not a module of {PACKAGE}")
-    tree = parse_python(path.read_text(encoding="utf-8"), filename=str(path))
-    defined, imported = _top_level_names(tree)
-    if function_name not in defined:
-        raise ValueError(f"{module} defines no {function_name}")
-    seen: set[str] = set()
-    modules: set[str] = set()
-    todo = [function_name]
-    while todo:
-        name = todo.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        if name in imported:
-            target = imported[name]
-            if target.startswith(PACKAGE + "."):
-                # `from pkg.mod import f` names a module or a name in one: the closure walk keeps
-                # whichever exists
-                modules.add(target if module_path(target, package_dir) else target.rsplit(".", 1)[0])
-            continue
-        for node in defined.get(name, []):
-            todo.extend(n.id for n in ast.walk(node) if isinstance(n, ast.Name))
-    h = hashlib.sha256(module.encode())
-    for name in sorted(seen & defined.keys()):
-        for node in defined[name]:
-            h.update(name.encode() + b"\0" + normalized_source(node).encode() + b"\n")
-    return h.hexdigest()[:16], sorted(modules)
-
-
-def _callable_closure(fn: Any, package_dir: Path) -> tuple[str, list[str]]:
-    """function_closure of a module-level function of the package; anything else (a lambda, a
-    function defined elsewhere) counts with its whole module, as a root."""
-    name, module = getattr(fn, "__name__", ""), getattr(fn, "__module__", "")
-    if name.isidentifier() and module.startswith(PACKAGE + "."):
-        try:
-            return function_closure(name, module, package_dir)
-        except ValueError:  # no such module file, or not bound at module level under that name
-            pass
-    return "", [module]
 
 
 def version_of(roots: Iterable[str], data: Any = None, package_dir: Path = PACKAGE_DIR) -> str:
@@ -331,21 +184,16 @@ def version_of(roots: Iterable[str], data: Any = None, package_dir: Path = PACKA
         digest = _module_digest(path, _stamp(path), name)
         h.update(name.encode() + b"\0" + digest.encode() + b"\n")
     h.update(json.dumps(data, sort_keys=True, default=str).encode())
-    _cache(analysis_cache_file()).save()
     return h.hexdigest()[:16]
 
 
-def _spec_roots_and_data(
-    stage: str, spec: SourceSpec, package_dir: Path = PACKAGE_DIR
-) -> tuple[list[str], Any]:
+def _spec_roots_and_data(stage: str, spec: SourceSpec) -> tuple[list[str], Any]:
     """What of a source's declaration a stage of its chain runs, and the data it reads from it."""
     if stage == "raw":
-        # Only the functions the raw stage calls, not the adapter module they sit in.
+        # The modules of the functions the raw stage calls (an adapter's file_patterns), whole.
         fns = [f for f in (spec.file_patterns, spec.resolve_patterns) if f is not None]
-        closures = [_callable_closure(f, package_dir) for f in fns]
-        roots = sorted({m for _, modules in closures for m in modules})
         patterns = {k: spec.file_patterns(k) for k in spec.partition_keys}
-        return roots, [spec.repo_id, spec.not_on_hub, patterns, [digest for digest, _ in closures]]
+        return sorted({f.__module__ for f in fns}), [spec.repo_id, spec.not_on_hub, patterns]
     if stage == "episodes":
         # The options' defaults are declared in the registry, which no stage imports.
         return [spec.adapter.__module__], [spec.name, spec.max_image, spec.resolve_options({})]
@@ -366,7 +214,7 @@ def stage_version(stage: str, spec: SourceSpec | None = None, package_dir: Path 
         hashlib.sha256((package_dir / f).read_bytes()).hexdigest() for f in STAGE_FILES.get(stage, ())
     ]
     if spec is not None:
-        extra, spec_data = _spec_roots_and_data(stage, spec, package_dir)
+        extra, spec_data = _spec_roots_and_data(stage, spec)
         roots += extra
         data.append(spec_data)
     return version_of(roots, data, package_dir)

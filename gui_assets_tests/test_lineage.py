@@ -9,13 +9,11 @@ or a reformat moves nothing.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,7 +21,6 @@ import pytest
 from gui_assets import lineage
 from gui_assets.lineage import STAGE_MODULES, stage_version
 from gui_assets.sources import SOURCES
-from gui_assets_tests.pysource import parse_file
 
 PACKAGE = Path(lineage.__file__).resolve().parent
 SOURCE_STAGES = ("raw", "episodes", "splits", "shards", "dataset_info", "upload")
@@ -60,19 +57,6 @@ def versions(package_dir: Path) -> dict[str, str]:
     out = {f"{s.name}_{st}": stage_version(st, s, package_dir) for s in SOURCES for st in SOURCE_STAGES}
     out.update({st: stage_version(st, None, package_dir) for st in REPO_STAGES})
     return out
-
-
-@pytest.fixture(scope="module", autouse=True)
-def cache_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """The analysis cache of this module's processes, away from the user's own."""
-    folder = tmp_path_factory.mktemp("cache") / "gui_assets"
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv(lineage.CACHE_DIR_ENV, str(folder))
-        lineage._analysis.cache_clear()
-        lineage._cache.cache_clear()
-        yield folder
-    lineage._analysis.cache_clear()
-    lineage._cache.cache_clear()
 
 
 @pytest.fixture(scope="module")
@@ -135,7 +119,7 @@ def test_one_sources_adapter_leaves_the_other_sources_alone(copy):
         moved = {a for a, v in versions(copy).items() if v != base[a]}
     finally:
         path.write_text(before, encoding="utf-8")
-    assert moved == {"agentnet_episodes"}  # the raw stage runs file_patterns only
+    assert moved == {"agentnet_raw", "agentnet_episodes"}  # the adapter module runs in both
 
 
 @pytest.mark.parametrize(
@@ -204,110 +188,3 @@ def test_the_declaration_data_a_stage_reads_moves_it():
     noted = dataclasses.replace(spec, notes="new card prose")
     assert stage_version("dataset_info", noted) != stage_version("dataset_info", spec)
     assert stage_version("shards", noted) == stage_version("shards", spec)
-
-
-def _cache_file() -> Path:
-    path = lineage.analysis_cache_file()
-    assert path is not None
-    return path
-
-
-def _fresh_process_versions(package_dir: Path) -> dict[str, str]:
-    """versions() as a new process computes them: nothing remembered in memory."""
-    lineage._analysis.cache_clear()
-    lineage._cache.cache_clear()
-    return versions(package_dir)
-
-
-def test_the_analysis_cache_on_disk_holds_what_the_walk_finds(copy):
-    cache_file = _cache_file()
-    cache_file.unlink(missing_ok=True)
-    cold = _fresh_process_versions(copy)
-    entries = json.loads(cache_file.read_text(encoding="utf-8"))
-    assert not list(copy.rglob("lineage.*.json"))  # the package's folder is never written
-    modules = {
-        ".".join(("gui_assets", *p.relative_to(copy).with_suffix("").parts)).removesuffix(".__init__"): p
-        for p in copy.rglob("*.py")
-    }
-    assert len(entries) >= 30
-    for key, (digest, imports) in entries.items():
-        name = key.split(":", 1)[0]
-        path = modules[name]
-        tree = parse_file(path)
-        assert digest == hashlib.sha256(lineage.normalized_source(tree).encode()).hexdigest(), name
-        assert set(imports) == lineage._runtime_imports(tree, name, path.name == "__init__.py"), name
-    # A later process reads it instead of walking, and gets the same versions.
-    assert _fresh_process_versions(copy) == cold
-    # What it reads is the file: an entry made wrong on purpose moves the assets that run it.
-    key = next(k for k in entries if k.startswith("gui_assets.writers.frames:"))
-    entries[key][0] = "0" * 64
-    cache_file.write_text(json.dumps(entries), encoding="utf-8")
-    try:
-        moved = {a for a, v in _fresh_process_versions(copy).items() if v != cold[a]}
-    finally:
-        cache_file.unlink()
-    assert moved == {f"{s.name}_shards" for s in SOURCES}
-
-
-def test_an_edit_is_walked_anew_whatever_the_cache_holds(copy):
-    """Entries are keyed by the module's bytes, not its mtime: an edit is never a hit."""
-    cold = _fresh_process_versions(copy)
-    path = copy / "cursor.py"
-    before = edited(path, path.read_text(encoding="utf-8") + "\n_LINEAGE_PROBE = 2\n")
-    try:
-        moved = {a for a, v in _fresh_process_versions(copy).items() if v != cold[a]}
-    finally:
-        path.write_text(before, encoding="utf-8")
-    assert "mind2web_shards" in moved
-    assert _fresh_process_versions(copy) == cold
-
-
-@pytest.mark.parametrize("damage", ["not json", "[1, 2]", '{"gui_assets.cursor:00": "x"}'])
-def test_a_damaged_or_unwritable_cache_is_ignored(copy, cache_folder, damage):
-    cold = _fresh_process_versions(copy)
-    shutil.rmtree(cache_folder)
-    cache_folder.write_text(damage, encoding="utf-8")  # a file where the folder goes: nothing is written
-    try:
-        assert _fresh_process_versions(copy) == cold
-        assert cache_folder.read_text(encoding="utf-8") == damage
-    finally:
-        cache_folder.unlink()
-    cache_folder.mkdir()
-    _cache_file().write_text(damage, encoding="utf-8")
-    assert _fresh_process_versions(copy) == cold
-
-
-def test_the_cache_lives_in_the_user_cache_folder_never_in_the_package(monkeypatch, tmp_path):
-    tag = sys.implementation.cache_tag
-    monkeypatch.setenv(lineage.CACHE_DIR_ENV, str(tmp_path / "explicit"))
-    assert lineage.analysis_cache_file() == tmp_path / "explicit" / f"lineage.{tag}.json"
-    monkeypatch.delenv(lineage.CACHE_DIR_ENV)
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert lineage.analysis_cache_file() == tmp_path / "xdg" / "gui_assets" / f"lineage.{tag}.json"
-    monkeypatch.setenv("XDG_CACHE_HOME", "relative/ignored")  # the XDG rule: only absolute paths count
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    assert (
-        lineage.analysis_cache_file() == tmp_path / "home" / ".cache" / "gui_assets" / f"lineage.{tag}.json"
-    )
-
-
-def test_a_process_that_walks_a_few_modules_keeps_the_others_entries(copy):
-    cache_file = _cache_file()
-    cache_file.unlink(missing_ok=True)
-    _fresh_process_versions(copy)
-    everything = json.loads(cache_file.read_text(encoding="utf-8"))
-    path = copy / "cursor.py"
-    before = edited(path, path.read_text(encoding="utf-8") + "\n_LINEAGE_PROBE = 3\n")
-    try:
-        lineage._analysis.cache_clear()
-        lineage._cache.cache_clear()
-        stage_version("shards", SOURCES[0], copy)  # walks the shard stage's modules only
-    finally:
-        path.write_text(before, encoding="utf-8")
-    after = json.loads(cache_file.read_text(encoding="utf-8"))
-    old_cursor = {k for k in everything if k.startswith("gui_assets.cursor:")}
-    new_cursor = {k for k in after if k.startswith("gui_assets.cursor:")}
-    assert len(old_cursor) == len(new_cursor) == 1 and old_cursor != new_cursor  # the edit replaced it
-    untouched = {k for k in everything if k.startswith("gui_assets.adapters.agentnet:")}
-    assert untouched and untouched <= set(after)  # not in the shard stage: kept for the next process
-    cache_file.unlink()
