@@ -4,12 +4,13 @@
                         and every frame is the IR's pre-action observation of its step
     causal_cursor       each eye_rect sits on where the previous action left the pointer and the
                         eye pixels are the agentview pixels under it
-    action_mask         masks follow the table, masked slots hold 0, coordinates lie in [0, 1]
+    action_mask         the validator's action rules: masks follow the table, masked slots
+                        hold 0, coordinates lie in [0, 1], the actions vector agrees
     scroll_histogram    SCROLL desc is the view direction (the inverse of the gesture); the
                         histogram itself is always reported
     split_disjointness  no episode (by content hash) or group id on two sides of a split
-    shard_integrity     (gui_assets.integrity) shards open, are contiguous, respect the cap, and
-                        match dataset_info.json
+    shard_integrity     (gui_assets.integrity) the validator's file rules: shards open, are
+                        contiguous, respect the cap, and match dataset_info.json
 
 Each verdict carries its key figures and a few example (shard/demo, step) ids, the same names
 used in dataset_info.json, check metadata and alerts.
@@ -40,11 +41,9 @@ from gui_assets.episode_store import (
 )
 from gui_assets.images import ImageError, decode_rgb, window_pixels
 from gui_assets.ir import (
-    ACTION_TYPE_NAMES,
     POINTER_TYPES,
     ActionType,
     Observation,
-    allowed_masks,
     view_direction,
 )
 from gui_assets.shard_reader import (
@@ -59,6 +58,9 @@ from gui_assets.shard_reader import (
     text,
 )
 from gui_assets.stats import SCROLL_BUCKETS
+from gui_assets.validate.context import DemoContext
+from gui_assets.validate.demos import check_demo_actions
+from gui_assets.validate.report import Target
 
 ERROR = "ERROR"
 WARN = "WARN"
@@ -356,49 +358,33 @@ def causal_cursor(shards: list[Path], pixel_samples: int = PIXEL_SAMPLES) -> Ver
 # --- action mask -------------------------------------------------------------------------
 
 
+def judged(target: Target, figures: dict[str, Any], passed: str, failed: str) -> Verdict:
+    """The Verdict (ERROR) of rules gui_assets.validate judged into `target`: each finding is an
+    offence of its rule, counted by rule id; `failed` gets the number of findings."""
+    figures = {**figures, "problems": target.total, "by_rule": dict(target.counts)}
+    if target.total:
+        examples = [f"{f.where()}: {f.rule}: {f.message}" for f in target.findings[:MAX_EXAMPLES]]
+        return Verdict(False, ERROR, failed.format(target.total), figures, examples)
+    return Verdict(True, ERROR, passed, figures)
+
+
 def action_mask(shards: list[Path]) -> Verdict:
-    """ERROR when a mask is neither its type's row nor all-zero, a masked slot is not 0, a
-    coordinate is outside [0, 1] or not finite, or the LIBERO `actions` vector disagrees."""
-    bad = Offenders()
+    """ERROR when a step breaks one of the validator's action rules (validate.demos.ACTION_RULES:
+    type codes, the mask table, masked slots at 0, coordinates in [0, 1], the LIBERO `actions`
+    vector), judged by the validator's own functions."""
+    target = Target("action_mask", ", ".join(p.name for p in shards), "shards")
     steps = ungrounded = 0
     for where, demo in demos(shards):
-        types, prm, mask, acts = (
-            demo[k][:] for k in ("action_type", "action_params", "action_mask", "actions")
-        )
-        texts = demo["action_text"][:]
-        for t in range(len(types)):
-            steps += 1
-            at = f"{where} step {t}"
-            if not 0 <= int(types[t]) < len(ACTION_TYPE_NAMES):
-                bad.add("unknown action_type", at)
-                continue
-            kind = ActionType(int(types[t]))
-            m = tuple(float(v) for v in mask[t])
-            if m not in allowed_masks(kind):
-                bad.add(f"{kind.name} mask {m}", at)
-            if not np.isfinite(prm[t]).all():
-                bad.add("non-finite coordinate", at)
-            elif (prm[t][mask[t] == 0] != 0).any():
-                bad.add("invented coordinate in a masked slot", at)
-            elif ((prm[t] < 0) | (prm[t] > 1)).any():
-                bad.add("coordinate outside [0, 1]", at)
-            if kind in POINTER_TYPES and not any(m):
-                ungrounded += 1
-            want = [*prm[t], int(types[t]), 1.0 if text(texts[t]) else 0.0, float((mask[t] == 0).sum())]
-            if not np.allclose(acts[t], want, atol=1e-6):
-                bad.add("actions vector disagrees with params/type/text/mask", at)
-    figures = {
-        "steps": steps,
-        "ungrounded_steps": ungrounded,
-        "offending_steps": bad.total,
-        "by_kind": dict(bad.counts),
-    }
-    if bad.total:
-        return Verdict(False, ERROR, f"{bad.total} steps break the mask table", figures, bad.examples)
-    return Verdict(True, ERROR, f"{steps} steps follow the mask table ({ungrounded} ungrounded)", figures)
-
-
-# --- scroll histogram --------------------------------------------------------------------
+        file, name = where.split("/", 1)
+        summary = check_demo_actions(DemoContext(target, file, name, None, None), demo)
+        steps += summary.steps
+        ungrounded += summary.ungrounded_pointer + summary.ungrounded_type
+    return judged(
+        target,
+        {"steps": steps, "ungrounded_steps": ungrounded},
+        f"{steps} steps follow the action rules ({ungrounded} ungrounded)",
+        "{} findings against the action rules",
+    )
 
 
 def scroll_histogram(shards: list[Path], source_scrolls: bool) -> Verdict:

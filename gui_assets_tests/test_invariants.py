@@ -65,7 +65,7 @@ def test_every_check_passes_on_the_demo(demo_build):
             "causal_cursor": invariants.causal_cursor(s),
             "action_mask": invariants.action_mask(s),
             "scroll_histogram": invariants.scroll_histogram(s, source_scrolls=True),
-            "shard_integrity": integrity.shard_integrity(out / d, d),
+            "shard_integrity": integrity.shard_integrity(out / d),
         }
         for name, v in verdicts.items():
             assert v.passed, (key, name, v.summary, v.examples)
@@ -182,7 +182,7 @@ def test_an_invented_coordinate_in_a_masked_slot_fails(build):
         demo["action_params"][...] = prm
     v = invariants.action_mask(shards(build))
     assert not v.passed and v.severity == "ERROR"
-    assert "invented coordinate in a masked slot" in v.figures["by_kind"]
+    assert "demo.action_mask.masked_zero" in v.figures["by_rule"]
 
 
 def test_a_mask_outside_the_table_and_an_out_of_frame_coordinate_fail(build):
@@ -194,9 +194,29 @@ def test_a_mask_outside_the_table_and_an_out_of_frame_coordinate_fail(build):
         demo["action_mask"][...] = mask
         demo["action_params"][...] = prm
     v = invariants.action_mask(shards(build))
-    kinds = v.figures["by_kind"]
-    assert not v.passed and any("mask (1.0, 0.0, 1.0, 0.0)" in k for k in kinds)
-    assert "coordinate outside [0, 1]" in kinds
+    assert not v.passed and {"demo.action_mask.table", "demo.action_params.range"} <= set(
+        v.figures["by_rule"]
+    )
+    assert any("mask [1.0, 0.0, 1.0, 0.0]" in e for e in v.examples), v.examples
+
+
+def test_the_action_mask_check_and_the_validator_find_the_same_rules_broken(build):
+    """One judge: the check runs the validator's action rules, so on a damaged shard both name
+    the same rules, the same number of times."""
+    from gui_assets.validate.demos import ACTION_RULES
+    from gui_assets.validate.directory import check_directory
+    from gui_assets.validate.shards import Sampling
+
+    with writable_demos(build) as demos:
+        demo = next(iter(demos))
+        mask, prm = demo["action_mask"][:], demo["action_params"][:]
+        mask[0] = [1, 0, 1, 0]
+        prm[1, 2:] = [0.3, 0.4]
+        demo["action_mask"][...] = mask
+        demo["action_params"][...] = prm
+    check = invariants.action_mask(shards(build)).figures["by_rule"]
+    validator = check_directory(build / DIR, Sampling()).counts
+    assert check and check == {r: n for r, n in validator.items() if r in ACTION_RULES}
 
 
 # --- scroll histogram ----------------------------------------------------------------------
@@ -269,7 +289,7 @@ def test_counts_that_differ_from_dataset_info_fail(build):
     d["shards"][0]["steps"] += 1
     d["stats"]["steps"] += 1
     info.write_text(json.dumps(d))
-    v = integrity.shard_integrity(build / DIR, DIR)
+    v = integrity.shard_integrity(build / DIR)
     assert not v.passed and v.figures["problems"] == 2
 
 
@@ -279,21 +299,36 @@ def test_a_shard_h5py_cannot_open_and_a_gap_in_numbering_fail(build):
         build / "mind2web_test_task" / "mind2web_test_task_0000.hdf5",
         build / DIR / "mind2web_train_0002.hdf5",
     )
-    v = integrity.shard_integrity(build / DIR, DIR)
+    v = integrity.shard_integrity(build / DIR)
     text = " ".join(v.examples)
-    assert not v.passed and "h5py cannot read it" in text and "not contiguous" in text
+    assert not v.passed and ": shard.open: h5py cannot open it" in text and ": files.contiguous: " in text
 
 
 def test_one_changed_byte_in_a_shard_fails_by_its_sha256(build):
     """Counts, sizes and h5py all still agree; only the hash of every byte can tell."""
     (victim,) = shards(build)
-    assert integrity.shard_integrity(build / DIR, DIR).passed
+    assert integrity.shard_integrity(build / DIR).passed
     data = bytearray(victim.read_bytes())
     data[len(data) // 2] ^= 0xFF  # inside a frame chunk, past every header h5py reads
     victim.write_bytes(bytes(data))
-    v = integrity.shard_integrity(build / DIR, DIR)
+    v = integrity.shard_integrity(build / DIR)
     assert not v.passed and v.figures["problems"] == 1
-    assert "sha256 differs" in v.examples[0] and victim.name in v.examples[0]
+    assert "info.shards.sha256" in v.examples[0] and victim.name in v.examples[0]
+
+
+def test_the_integrity_check_and_the_validator_find_the_same_file_rules_broken(build):
+    info = build / DIR / "dataset_info.json"
+    d = json.loads(info.read_text())
+    d["shards"][0]["bytes"] += 1
+    d["stats"]["episodes_out"] += 1
+    info.write_text(json.dumps(d))
+    from gui_assets.validate.directory import check_directory
+    from gui_assets.validate.shards import Sampling
+
+    check = integrity.shard_integrity(build / DIR).figures["by_rule"]
+    validator = check_directory(build / DIR, Sampling()).counts
+    assert check == {"info.shards.bytes": 1, "info.stats.counts": 1}
+    assert {r: validator[r] for r in check} == check
 
 
 def test_a_shard_over_the_cap_by_more_than_its_last_episode_fails(build):
@@ -301,7 +336,7 @@ def test_a_shard_over_the_cap_by_more_than_its_last_episode_fails(build):
     d = json.loads(info.read_text())
     d["build"]["config"]["shard_cap_bytes"] = 1000  # the one shard is megabytes: far more than its last demo
     info.write_text(json.dumps(d))
-    v = integrity.shard_integrity(build / DIR, DIR)
+    v = integrity.shard_integrity(build / DIR)
     assert not v.passed and "over the cap 1000" in v.examples[0]
 
 
@@ -332,7 +367,7 @@ def test_every_check_passes_on_every_demo_partition_of_every_source(demo_mirror,
                     others,
                     spec.split_rule.val_fraction,
                 ),
-                "shard_integrity": integrity.shard_integrity(tmp_path / d, d),
+                "shard_integrity": integrity.shard_integrity(tmp_path / d),
             }
             for name, v in verdicts.items():
                 assert v.passed, (d, name, v.summary, v.examples)

@@ -216,7 +216,7 @@ def _shard_integrity(spec: SourceSpec) -> dg.AssetChecksDefinition:
         context: dg.AssetCheckExecutionContext, paths: GuiAssetsPaths, alerts: AlertsResource
     ) -> dg.AssetCheckResult:
         directory = spec.directory(context.partition_key)
-        verdict = integrity.shard_integrity(OutLayout(paths.out_dir()).directory(directory), directory)
+        verdict = integrity.shard_integrity(OutLayout(paths.out_dir()).directory(directory))
         return report(context, alerts, paths, "shard_integrity", verdict)
 
     return shard_integrity

@@ -21,6 +21,17 @@ from gui_assets.validate.format import (
 )
 from gui_assets.validate.values import as_int, as_json, as_text, kind_ok, short
 
+# The rules check_demo_actions judges (with demo.datasets, for the arrays they read).
+ACTION_RULES = (
+    "demo.action_type.range",
+    "demo.action_mask.table",
+    "demo.action_mask.masked_zero",
+    "demo.action_params.range",
+    "demo.actions.params",
+    "demo.actions.type",
+    "demo.actions.has_text",
+    "demo.actions.n_masked",
+)
 TOL = 1e-6  # float32 copies of one value compare equal; this only absorbs another writer's rounding
 
 
@@ -37,16 +48,30 @@ def check_demo(ctx: DemoContext, demo: h5py.Group, pixel_steps: set[int]) -> Dem
     if num_samples is not None and num_samples != a.steps:
         ctx.find("demo.num_samples", f"num_samples is {num_samples}, the demo has {a.steps} steps")
     _optional(ctx, demo, a)
-    if a.has("action_type"):
-        _types(ctx, a)
-    if a.has("action_type", "action_mask", "action_params"):
-        _masks(ctx, a, summary)
-    _actions(ctx, a)
+    _action_rules(ctx, a, summary)
     _episode_end(ctx, a, demo)
     _states(ctx, a)
     descs.check(ctx, a, summary)
     geometry.check(ctx, a, demo, pixel_steps, summary)
     return summary
+
+
+def check_demo_actions(ctx: DemoContext, demo: h5py.Group) -> DemoSummary:
+    """Judge one demo's actions alone (ACTION_RULES, and the datasets they read), exactly as
+    check_demo does: for a caller that asks about the actions only (the action_mask asset check)."""
+    a = read_arrays(ctx, demo)
+    summary = DemoSummary(steps=a.steps)
+    if a.steps:
+        _action_rules(ctx, a, summary)
+    return summary
+
+
+def _action_rules(ctx: DemoContext, a: DemoArrays, summary: DemoSummary) -> None:
+    if a.has("action_type"):
+        _types(ctx, a)
+    if a.has("action_type", "action_mask", "action_params"):
+        _masks(ctx, a, summary)
+    _actions(ctx, a)
 
 
 def _attrs(ctx: DemoContext, demo: h5py.Group, summary: DemoSummary) -> None:
@@ -89,7 +114,7 @@ def _source_ref_problem(ref: object) -> str:
     return ""
 
 
-def _steps_of(demo: h5py.Group) -> int | None:
+def steps_of(demo: h5py.Group) -> int | None:
     for name in ("action_type", "actions", AGENTVIEW):
         ds = demo.get(name)
         if isinstance(ds, h5py.Dataset) and ds.ndim >= 1:
@@ -113,7 +138,7 @@ def _describe(ds: h5py.Dataset) -> str:
 def read_arrays(ctx: DemoContext, demo: h5py.Group) -> DemoArrays:
     """The demo's small per-step arrays that have their format's shape and dtype (not the frames)."""
     ctx.check("demo.datasets")
-    steps = _steps_of(demo)
+    steps = steps_of(demo)
     if steps is None or steps == 0:
         ctx.find("demo.datasets", "the demo has no steps (no action_type, actions or agentview rows)")
         return DemoArrays(0, {}, None, set())

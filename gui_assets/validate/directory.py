@@ -8,7 +8,7 @@ from pathlib import Path
 from gui_assets.validate.format import DATASET_INFO, SHARD_NAME
 from gui_assets.validate.info import check_cap, check_listing, read_info
 from gui_assets.validate.report import Target
-from gui_assets.validate.shards import Sampling, ShardSummary, check_shard
+from gui_assets.validate.shards import Sampling, ShardSummary, check_shard, summarize_shard
 from gui_assets.validate.stats import check_splits, check_stats
 
 
@@ -71,6 +71,23 @@ def check_directory(folder: Path, sampling: Sampling) -> Target:
         check_cap(target, folder, info, everything)
         check_stats(target, info, everything)
         check_splits(target, info, judged["shards"], judged["val_shards"])
+    return target
+
+
+def check_integrity(folder: Path) -> Target:
+    """A directory's files against each other and its dataset_info.json: naming, numbering, each
+    shard opening with its counts, the listing, sizes, hashes, the cap and the stats' totals, as
+    check_directory judges them, but no demo's contents (the shard_integrity asset check)."""
+    name = folder.name
+    target = Target(name, str(folder), "directory")
+    on_disk = _series(target, folder, name)
+    info = read_info(target, folder, name)
+    everything = [summarize_shard(target, folder / n) for names in on_disk.values() for n in names]
+    target.figures["shards"] = len(everything)
+    if info is not None:
+        check_listing(target, folder, info, on_disk, everything)
+        check_cap(target, folder, info, everything)
+        check_stats(target, info, everything)  # the totals: no demo's counts are judged here
     return target
 
 

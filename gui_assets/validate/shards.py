@@ -13,7 +13,7 @@ import h5py
 import numpy as np
 
 from gui_assets.validate.context import DemoContext, DemoSummary
-from gui_assets.validate.demos import check_demo
+from gui_assets.validate.demos import check_demo, steps_of
 from gui_assets.validate.format import ACTION_TYPES, BUILTIN_FILTERS, DATA_ATTRS, PARAM_NAMES
 from gui_assets.validate.report import Target
 from gui_assets.validate.values import as_int, as_json, kind_ok, short
@@ -82,6 +82,32 @@ def check_shard(
                 summary.frame_hws.add((int(frames.shape[1]), int(frames.shape[2])))
         summary.last_demo = names[-1] if names else ""
         _counts(target, path.name, data, summary)
+    target.figures["demos"] += len(summary.demos)
+    target.figures["steps"] += summary.steps
+    return summary
+
+
+def summarize_shard(target: Target, path: Path) -> ShardSummary:
+    """What the directory-level rules need of one shard (its demos' steps and bytes), judging that
+    it opens, its filters, its demo numbering and its counts but no demo: for a caller that asks
+    about the files and their listing only (the shard_integrity asset check)."""
+    summary = ShardSummary(path.name)
+    target.check("shard.open")
+    try:
+        with h5py.File(path, "r") as f:
+            data = f.get("data")
+            if not isinstance(data, h5py.Group):
+                target.find("shard.open", "it has no /data group", path.name)
+                return summary
+            summary.opened = True
+            _filters(target, path.name, f, summary)
+            names = _demo_names(target, path.name, data)
+            summary.demos = [DemoSummary(steps=steps_of(data[n]) or 0) for n in names]
+            summary.last_demo = names[-1] if names else ""
+            _counts(target, path.name, data, summary)
+    except OSError as e:
+        target.find("shard.open", f"h5py cannot open it: {e}", path.name)
+        summary.opened = False
     target.figures["demos"] += len(summary.demos)
     target.figures["steps"] += summary.steps
     return summary
