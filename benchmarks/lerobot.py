@@ -26,12 +26,12 @@ from typing import Any
 from benchmarks.frames import write_mirror
 from benchmarks.peak_rss import run_measured
 from benchmarks.throughput import _machine
+from gui_assets.memory import build_process_env
 
 REPO = Path(__file__).resolve().parent.parent
-# As a build process runs it: the allocator policies gui_assets.definitions applies first.
+# Started as a build process is, with its allocator settings (gui_assets.memory) in the environment.
 OURS = (
-    "import sys; from pathlib import Path; from gui_assets.memory import tune_build_process; "
-    "tune_build_process(); from gui_assets.writers.lerobot_export import write_export; "
+    "import sys; from pathlib import Path; from gui_assets.writers.lerobot_export import write_export; "
     "write_export(Path(sys.argv[1]), video=sys.argv[2] == 'video')"
 )
 
@@ -55,7 +55,8 @@ def _ours(out: Path, env: dict[str, str], mode: str = "images") -> dict[str, Any
     shutil.rmtree(out / "lerobot", ignore_errors=True)
     shutil.rmtree(out / "_work" / "lerobot", ignore_errors=True)
     t0 = time.perf_counter()
-    code, rss = run_measured([sys.executable, "-c", OURS, str(out), mode], REPO, env, None)
+    cmd = [sys.executable, "-c", OURS, str(out), mode]
+    code, rss = run_measured(cmd, REPO, build_process_env(env), None)
     seconds = time.perf_counter() - t0
     if code:
         raise SystemExit("our export failed")

@@ -48,6 +48,7 @@ from benchmarks.frames import write_mirror
 from benchmarks.peak_rss import run_measured_io
 from benchmarks.throughput import _machine
 from gui_assets.demo.mind2web_mirror import SCHEMA
+from gui_assets.memory import build_process_env
 
 REPO = Path(__file__).resolve().parent.parent
 STAGES = ("mind2web", "mind2web_episodes", "mind2web_splits", "mind2web_shards", "mind2web_dataset_info")
@@ -94,7 +95,7 @@ def _env(
     home.mkdir(parents=True)
     (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n", encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GUI_ASSETS_", "DAGSTER_"))}
-    return env | {
+    return build_process_env(env) | {
         "GUI_ASSETS_MIRROR": str(mirror),
         "GUI_ASSETS_OUT": str(out),
         "GUI_ASSETS_EXECUTOR": executor,

@@ -38,6 +38,7 @@ import numpy as np
 from benchmarks.frames import write_mirror
 from benchmarks.peak_rss import run_measured
 from gui_assets.config import FRAME_CODECS
+from gui_assets.memory import build_process_env
 
 REPO = Path(__file__).resolve().parent.parent
 CHAIN = "mind2web,mind2web_episodes,mind2web_splits,mind2web_shards,mind2web_dataset_info"
@@ -188,7 +189,7 @@ def _cli(
         build = {"resources": {"build": {"config": knobs}}}
         cmd += ["--config-json", json.dumps(build)]
     run_env = {
-        **env,
+        **build_process_env(env),  # the allocator settings a build process starts with
         "GUI_ASSETS_MIRROR": str(mirror),
         "GUI_ASSETS_OUT": str(out),
         "GUI_ASSETS_EXECUTOR": executor,

@@ -91,7 +91,7 @@ COLUMNS = [
     "screenshot",
 ]
 # Rows are handed on one at a time: a batch's screenshot buffer grows by doubling, and at eight
-# 1280x1080 screenshots it crossed memory.PAGE_MMAP, paying page faults for each batch.
+# 1280x1080 screenshots it crossed glibc's mmap threshold, paying page faults for each batch.
 _BATCH_ROWS = 1
 # Read a column chunk through a buffer of this size, page by page. Without it, pyarrow reads
 # every row group of the file for the chosen columns at once (pre_buffer): a whole upstream file
