@@ -157,3 +157,23 @@ def test_the_lerobot_export_is_off_unless_the_knob_or_the_variable_asks(monkeypa
     monkeypatch.setenv("GUI_ASSETS_LEROBOT", "maybe")
     with pytest.raises(dg.Failure, match="GUI_ASSETS_LEROBOT"):
         BuildSettings().lerobot()
+
+
+def test_every_bad_variable_is_refused_with_what_it_may_be(monkeypatch):
+    monkeypatch.setenv("GUI_ASSETS_SOURCE", "bogus")
+    monkeypatch.setenv("GUI_ASSETS_WRITE_THREADS", "many")
+    monkeypatch.setenv("GUI_ASSETS_EXECUTOR", "in_process")
+    with pytest.raises(settings.SettingError) as e:
+        settings.refuse_bad_environment()
+    assert "GUI_ASSETS_SOURCE must be one of mirror, hub, not 'bogus'" in str(e.value)
+    assert "GUI_ASSETS_WRITE_THREADS must be a whole number, not 'many'" in str(e.value)
+    assert "GUI_ASSETS_EXECUTOR" not in str(e.value)
+
+
+def test_a_choice_is_read_whatever_its_case_and_spaces(monkeypatch):
+    monkeypatch.setenv("GUI_ASSETS_SOURCE", " Hub ")
+    monkeypatch.setenv("GUI_ASSETS_WRITE_THREADS", " 4 ")
+    settings.refuse_bad_environment()
+    assert settings.SOURCE.value() == "hub" and settings.WRITE_THREADS.value() == "4"
+    monkeypatch.delenv("GUI_ASSETS_SOURCE")
+    assert settings.SOURCE.value() is None

@@ -5,6 +5,8 @@ types them, and recorded in dataset_info.json build.config."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import dagster as dg
@@ -14,7 +16,7 @@ from gui_assets import settings
 from gui_assets.config import BuildConfig
 from gui_assets.defs.resources import AlertsResource, BuildSettings, GuiAssetsPaths, HubResource
 from gui_assets.sources import SOURCES
-from gui_assets_tests.conftest import source_definitions
+from gui_assets_tests.conftest import clean_env, source_definitions
 
 
 def test_the_build_resource_has_exactly_the_declared_knobs_with_their_defaults():
@@ -109,3 +111,19 @@ def test_an_unknown_source_or_option_in_run_config_is_refused_before_the_run(wro
             resources={"build": BuildSettings()},
             run_config={"resources": {"build": {"config": {"source_options": wrong}}}},
         )
+
+
+def test_the_code_location_refuses_a_bad_setting_when_it_loads():
+    """Caught when the definitions load (the CLI, `dagster dev`, `dg`), not when a run starts."""
+    r = subprocess.run(
+        [sys.executable, "-c", "import gui_assets.definitions"],
+        env=clean_env(GUI_ASSETS_SOURCE="bogus"),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 1
+    assert (
+        "SettingError: bad gui_assets settings in the environment: GUI_ASSETS_SOURCE must be one of "
+        "mirror, hub, not 'bogus'" in r.stderr
+    )
