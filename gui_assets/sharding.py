@@ -39,7 +39,6 @@ from gui_assets.config import DIRECT_CODECS, BuildConfig
 from gui_assets.cursor import EYE_SIZE
 from gui_assets.episode_store import STEPS_FILE, ImageStore, iter_episodes, read_episode_table
 from gui_assets.errors import EmptyPartitionError
-from gui_assets.frame_reuse import FrameReuse, file_index, index_file, keep_only
 from gui_assets.images import ImageError, decode_cost, decode_rgb, image_size, window_pixels
 from gui_assets.layout import OutLayout, ShardEntry, shard_name, shard_pattern
 from gui_assets.shard_records import (
@@ -56,6 +55,7 @@ from gui_assets.shard_records import (
 from gui_assets.splits import MAIN, VAL
 from gui_assets.stats import BuildStats
 from gui_assets.unit_reuse import UnitKeys, file_results, take_published, unit_keys
+from gui_assets.writers.frame_reuse import FrameReuse, file_index, index_file, keep_only
 from gui_assets.writers.frames import frame_deflater, frame_size
 from gui_assets.writers.libero_hdf5 import LiberoShardWriter, picture_file
 from gui_assets.writers.preview_frames import (

@@ -36,12 +36,12 @@ from typing import Any
 from gui_assets.atomic import atomic_write_text
 from gui_assets.config import BuildConfig
 from gui_assets.episode_store import read_episode_table
-from gui_assets.frame_reuse import filed_index, index_file, library_versions
 from gui_assets.layout import OutLayout
 from gui_assets.lineage import version_of
 from gui_assets.revision_patch import RevisionPatchError, clone, copy_revised
 from gui_assets.shard_records import LINKED, REVISED, Piece, PlannedUnit, UnitResult
 from gui_assets.stats import BuildStats
+from gui_assets.writers.frame_reuse import filed_index, index_file, library_versions
 from gui_assets.writers.libero_hdf5 import picture_file
 from gui_assets.writers.preview_frames import PictureCache, frames_dir
 

@@ -1,7 +1,7 @@
 """Rebuilds cost what changed: a unit of an untouched upstream file is linked back, a unit whose
 episodes changed only in their file's revision is copied from the last published shards with
 the new one (gui_assets.revision_patch), a step whose frame bytes would come out the same is
-copied from them (gui_assets.frame_reuse), and the result is byte for byte what a build from
+copied from them (gui_assets.writers.frame_reuse), and the result is byte for byte what a build from
 scratch writes, for a one-row edit, an appended file and a codec change (which reuses nothing)."""
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from benchmarks.frames import write_mirror
 from gui_assets import unit_reuse
 from gui_assets.adapters.mind2web import REPO_ID
 from gui_assets.config import BuildConfig
-from gui_assets.frame_reuse import FrameReuse
 from gui_assets.pipeline import RawSettings, build_directory
 from gui_assets.sources import MIND2WEB
+from gui_assets.writers.frame_reuse import FrameReuse
 from gui_assets.writers.preview import write_preview
 
 # About 20 steps a unit (these frames deflate to about 326 KB a step): three 6-step episodes,

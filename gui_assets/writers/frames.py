@@ -26,10 +26,10 @@ from gui_assets.config import DIRECT_CODECS, BuildConfig, usable_cpus
 from gui_assets.cursor import EYE_SIZE, SCREEN_CENTRE, eye_rect, eye_window, next_cursor
 from gui_assets.drops import DropReason
 from gui_assets.episode_store import ImageStore
-from gui_assets.frame_reuse import FrameReuse, geometry, step_key
 from gui_assets.images import ImageError, decode_cost, decode_rgb, image_size, window_pixels
 from gui_assets.ir import GuiEpisode
 from gui_assets.stable_isal import isal_compressor
+from gui_assets.writers.frame_reuse import FrameReuse, geometry, step_key
 from gui_assets.writers.preview_frames import StepPictures, pictures
 
 

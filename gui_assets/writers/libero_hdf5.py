@@ -33,11 +33,11 @@ from gui_assets.config import DIRECT_CODECS, BuildConfig
 from gui_assets.cursor import EYE_SIZE, inside
 from gui_assets.drops import DropReason
 from gui_assets.episode_store import ImageStore
-from gui_assets.frame_reuse import FrameReuse, frames_version, index_file, plan_keys, write_index
 from gui_assets.images import ImageError
 from gui_assets.ir import ACTION_TYPE_NAMES, PARAM_NAMES, POINTER_TYPES, ActionType, GuiEpisode
 from gui_assets.shard_records import Piece
 from gui_assets.stats import BuildStats
+from gui_assets.writers.frame_reuse import FrameReuse, frames_version, index_file, plan_keys, write_index
 from gui_assets.writers.frames import EpisodePlan, FrameEncoder, StepChunks, plan_episode
 from gui_assets.writers.preview_frames import PictureFile, StepPictures
 
