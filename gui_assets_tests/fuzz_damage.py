@@ -1,6 +1,6 @@
 """The fuzz suite's damage vocabulary: one thing broken in one raw file of a demo mirror.
 
-Used by `test_fuzz.run_case` (the CI suite and `fuzz_explore`), by the Pango events fuzz and by
+Used by `fuzz_cases.run_case` (the CI suite and `fuzz_explore`), by the Pango events fuzz and by
 `test_memory_bounds` (the forged-size screenshots). Every function is deterministic given its
 `random.Random`, so a case replays from its seed.
 

@@ -5,7 +5,7 @@ memory limit, with a report.
         --report fuzz-report.json [--sources mind2web,pango] [--seed S] [--mirror DIR]
     python -m gui_assets_tests.fuzz_explore --replay mind2web:4182:nan:big_jpeg:3141592653
 
-Each case is `test_fuzz.run_case`, the body the CI suite runs (the same damage vocabulary, the same
+Each case is `fuzz_cases.run_case`, the body the CI suite runs (the same damage vocabulary, the same
 rules), drawn from a seeded generator (`--seed`, random unless given; every case gets its own
 seed) and run by one of `--jobs` worker processes (`fuzz_worker.Worker`): each case's peak RSS is
 measured in its worker (clear_refs, then VmHWM), and a case passing `--memory-mb` (RSS polled and
@@ -100,8 +100,8 @@ def _figures(peaks: list[float], seconds: float, outcomes: Counter[str] | None) 
 
 def _draw(sources: list[str], per_source: int, seed: int, open_faults: bool) -> Iterator[object]:
     """Fresh cases, round robin over the sources, from one seeded generator."""
+    from gui_assets_tests.fuzz_cases import DRAWN_IMAGE_DAMAGE, FuzzCase
     from gui_assets_tests.fuzz_damage import IMAGE_DAMAGE
-    from gui_assets_tests.test_fuzz import DRAWN_IMAGE_DAMAGE, FuzzCase
 
     rng = random.Random(seed)
     kinds = IMAGE_DAMAGE if open_faults else DRAWN_IMAGE_DAMAGE
@@ -190,7 +190,7 @@ def _prepare(args: argparse.Namespace, sources: set[str]) -> tuple[Path, Path, P
     """(workdir, demo mirror, baselines JSON) for a run over `sources`."""
     from gui_assets.demo import ensure_demo_mirror
     from gui_assets.sources import SOURCES
-    from gui_assets_tests.test_fuzz import build_baselines
+    from gui_assets_tests.fuzz_cases import build_baselines
 
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="fuzz-explore-")).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
@@ -239,7 +239,7 @@ def _run(workers: list[Worker], cases: Iterator[object], tally: Tally, tick: Cal
 
 
 def explore(args: argparse.Namespace) -> int:
-    from gui_assets_tests.test_fuzz import PARTITIONS
+    from gui_assets_tests.fuzz_cases import PARTITIONS
 
     sources = args.sources.split(",") if args.sources else list(PARTITIONS)
     unknown = sorted(set(sources) - set(PARTITIONS))
@@ -283,7 +283,7 @@ def explore(args: argparse.Namespace) -> int:
 
 
 def replay(args: argparse.Namespace) -> int:
-    from gui_assets_tests.test_fuzz import FuzzCase
+    from gui_assets_tests.fuzz_cases import FuzzCase
 
     case = FuzzCase.parse(args.replay)
     workdir, mirror, baselines = _prepare(args, {case.source})

@@ -1,4 +1,4 @@
-"""A fuzz case's own process: `Worker` runs `test_fuzz.run_case` cases one at a time in a child
+"""A fuzz case's own process: `Worker` runs `fuzz_cases.run_case` cases one at a time in a child
 process under a memory limit, for the CI suite and for `fuzz_explore`.
 
 - Peak RSS per case: the child resets its RSS high-water mark (writing 5 to
@@ -48,7 +48,7 @@ class CaseReport:
     """What one case came to, as the parent saw it."""
 
     case: str  # the replay key
-    outcome: str  # test_fuzz.OUTCOMES or FAULT
+    outcome: str  # fuzz_cases.OUTCOMES or FAULT
     label: str = ""  # the damaged file and what was done to it ("" if the damage itself failed)
     peak_rss_mb: float = 0.0  # the worker's VmHWM over the case (or the most the parent saw)
     seconds: float = 0.0
@@ -99,7 +99,7 @@ def worker_main(argv: list[str] | None = None) -> int:
         proto.flush()
 
     from gui_assets.pipeline import RawSettings, build_directory
-    from gui_assets_tests import test_fuzz as fuzz  # here: test_fuzz imports this module
+    from gui_assets_tests import fuzz_cases as fuzz
 
     mirror, workdir = Path(args.mirror), Path(args.workdir)
     base = json.loads(Path(args.baselines).read_text(encoding="utf-8"))

@@ -17,7 +17,7 @@ from gui_assets.adapters.pango import REPO_ID
 from gui_assets.demo import pango_mirror
 from gui_assets.sources import PANGO
 from gui_assets_tests.conftest import run_adapter
-from gui_assets_tests.test_fuzz import VALUE_DAMAGE, damage_tree
+from gui_assets_tests.fuzz_damage import VALUE_DAMAGE, damage_tree
 
 EXAMPLES = int(os.environ.get("GUI_ASSETS_FUZZ_EXAMPLES") or 40)
 DOCS = [f"finalized/{rid}/actions_v3.json" for rid in pango_mirror.IDS[:2]]
