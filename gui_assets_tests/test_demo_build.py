@@ -115,3 +115,23 @@ def test_the_demo_command_builds_a_partition_as_the_user_would(tmp_path):
     assert (build / "pango_sample" / "pango_sample_0000.hdf5").is_file()
     assert (build / "_work" / "demo_logs" / "pango_sample.log").is_file()
     assert f"look at it: gui-assets view {build}" in r.stdout
+
+
+def test_each_run_starts_with_the_build_process_allocator_settings(tmp_path, monkeypatch):
+    """A user's own value stands; the others are added (gui_assets.memory)."""
+    from gui_assets.memory import BUILD_PROCESS_ENV
+
+    started: list[dict[str, str]] = []
+
+    def fake_run(cmd: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
+        started.append(dict(kwargs["env"]))  # type: ignore[call-overload]
+        return subprocess.CompletedProcess(cmd, 0)
+
+    monkeypatch.setattr(demo_build.subprocess, "run", fake_run)
+    for name in BUILD_PROCESS_ENV:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("MALLOC_ARENA_MAX", "2")
+    assert demo_build.run_one(Partition("pango", "sample"), tmp_path / "log") == 0
+    (env,) = started
+    assert env["MALLOC_ARENA_MAX"] == "2"
+    assert env["ARROW_DEFAULT_MEMORY_POOL"] == BUILD_PROCESS_ENV["ARROW_DEFAULT_MEMORY_POOL"]
