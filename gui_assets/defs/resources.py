@@ -50,7 +50,7 @@ class GuiAssetsPaths(dg.ConfigurableResource):
         return Path(self.out or settings.OUT.read() or "build").resolve()
 
     def source_mode(self) -> str:
-        if self.source is not None:
+        if self.source:  # set explicitly (tests, run config): wins over the environment
             mode = self.source.strip().lower()
             if mode not in settings.SOURCE.choices:
                 allowed = ", ".join(settings.SOURCE.choices)
@@ -128,7 +128,9 @@ class BuildSettingsBase(dg.ConfigurableResource):
         if explicit:
             return explicit
         value = _judged(settings.WRITE_THREADS)
-        return int(value) or None if value is not None else None
+        if value is None:
+            return None
+        return int(value) or None  # 0: the usable CPUs, as unset
 
 
 def _options_model(spec: SourceSpec) -> type[dg.Config]:
