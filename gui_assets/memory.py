@@ -1,8 +1,8 @@
 """The allocator settings a build process starts with, as environment variables.
 
 glibc's malloc reads its tunables, and Arrow chooses its default memory pool, once, when the
-process starts, so these are set where a build process is started (the shell, deploy/Dockerfile,
-the Helm values, the subprocess `gui-assets demo` starts), never by this package at run time:
+process starts, so these are set where a build process is started (the shell, deploy/Dockerfile's
+image, which the Helm chart runs, the runs `gui-assets demo` starts), never by this package:
 importing or loading anything here leaves the process's allocators as it found them.
 
 - MALLOC_ARENA_MAX=1: every thread allocates from one glibc arena. With an arena per thread,

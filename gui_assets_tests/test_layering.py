@@ -261,7 +261,7 @@ def test_the_circle_finder_finds_a_circle():
 
 
 def test_the_package_init_imports_nothing_of_the_package():
-    """`import gui_assets` loads no module of its own; `defs` is built on first access."""
+    """`import gui_assets` loads no module of its own; `code_location` is built on first access."""
     tree = parse_file(PACKAGE / "__init__.py")
     names = {
         n.module or "" for n in import_time_nodes(tree) if isinstance(n, ast.ImportFrom) and not n.level
