@@ -12,7 +12,7 @@ importing or loading anything here leaves the process's allocators as it found t
 - ARROW_DEFAULT_MEMORY_POOL=system: Arrow allocates through that same malloc. Its default pool,
   mimalloc, keeps per-thread segments after a free, so what one stage frees stays resident.
 
-docs/performance.md gives what each one measured.
+docs/performance.md gives what they measured.
 """
 
 from __future__ import annotations

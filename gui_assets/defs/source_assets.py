@@ -42,7 +42,8 @@ def raw_asset(spec: SourceSpec, common: dict[str, Any]) -> dg.AssetsDefinition:
         automation_condition=rebuild_condition(),
         description=f"Raw upstream files of {spec.repo_id} for one partition: listed from "
         "GUI_ASSETS_MIRROR (mode `mirror`) or downloaded with huggingface_hub into the local cache "
-        "(mode `hub`), with sizes, sha256 and the resolved revision.",
+        "(mode `hub`), with sizes, sha256 and the resolved revision. Its chain's partitions "
+        f"(`--partition KEY`): {', '.join(spec.partition_keys)}.",
         kinds={"huggingface", "python"},
         code_version=stage_version("raw", spec),
         **common,
