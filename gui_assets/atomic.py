@@ -2,11 +2,14 @@
 
 A killed process leaves at worst a hidden `.<name>.tmp-<pid>` file, never a partial file under a
 final name; `sweep_temps` removes such leftovers when the directory is written again.
+`move_into_place` is os.replace that also works across file systems (a build directory on a
+data disk while the work folder is elsewhere).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import shutil
@@ -45,6 +48,36 @@ def atomic_write_bytes(final: Path, data: bytes) -> None:
 
 def atomic_write_text(final: Path, text: str) -> None:
     atomic_write_bytes(final, text.encode("utf-8"))
+
+
+def move_into_place(src: Path, final: Path) -> None:
+    """os.replace(src, final), also when they sit on different file systems: there a rename fails
+    (EXDEV), so `src` is copied to a temp name beside `final` (on its file system), made durable,
+    renamed over `final`, and only then removed. A reader sees the old file or the new, never part."""
+    try:
+        os.replace(src, final)
+        return
+    except OSError as e:
+        if e.errno != errno.EXDEV:
+            raise
+    if src.is_dir():
+        tmp = temp_path(final)
+        shutil.rmtree(tmp, ignore_errors=True)
+        try:
+            shutil.copytree(src, tmp, symlinks=True)
+            old = final.with_name(f".{final.name}.old{TMP_MARK}{os.getpid()}")  # swept like any temp
+            if final.exists():
+                os.replace(final, old)
+            os.replace(tmp, final)
+            shutil.rmtree(old, ignore_errors=True)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(src)
+        return
+    with atomic_path(final) as tmp:
+        shutil.copyfile(src, tmp)
+        shutil.copystat(src, tmp)
+    src.unlink()
 
 
 def writer_alive(name: str) -> bool:
