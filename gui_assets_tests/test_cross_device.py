@@ -99,13 +99,14 @@ def _files(root: Path) -> dict[str, str]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("moved", ["mind2web_train", "_work"], ids=["directory-elsewhere", "work-elsewhere"])
+@pytest.mark.parametrize("moved", ["mind2web_train", "_work", "hub", "cua_lite"])
 def test_a_cli_build_publishes_across_file_systems_and_reruns_clean(
     tmp_path: Path, other_fs: Path, demo_mirror: Path, moved: str
 ) -> None:
-    """`build/<moved>` is a symlink onto the tmpfs: the shards cross from the work folder to the
-    directory. The build succeeds, its output validates, and a rerun succeeds with the same bytes
-    and leaves no temp file on either file system."""
+    """`build/<moved>` is a symlink onto the tmpfs (a dataset directory, the work folder, the local
+    repo folder or the cua-lite export), so files cross file systems on their way out. The build
+    succeeds, its output validates, and a rerun succeeds with the same bytes and leaves no temp
+    file on either file system."""
     build = tmp_path / "build"
     build.mkdir()
     (build / moved).symlink_to(other_fs)
