@@ -51,29 +51,16 @@ def atomic_write_text(final: Path, text: str) -> None:
 
 
 def move_into_place(src: Path, final: Path) -> None:
-    """os.replace(src, final), also when they sit on different file systems: there a rename fails
-    (EXDEV), so `src` is copied to a temp name beside `final` (on its file system), made durable,
-    renamed over `final`, and only then removed. A reader sees the old file or the new, never part."""
+    """os.replace(src, final) for a file, also when the two sit on different file systems: there a
+    rename fails (EXDEV), so `src` is copied to a temp name beside `final` (on its file system),
+    made durable, renamed over `final`, and only then removed. A reader sees the old file or the
+    new, never part of one."""
     try:
         os.replace(src, final)
         return
     except OSError as e:
         if e.errno != errno.EXDEV:
             raise
-    if src.is_dir():
-        tmp = temp_path(final)
-        shutil.rmtree(tmp, ignore_errors=True)
-        try:
-            shutil.copytree(src, tmp, symlinks=True)
-            old = final.with_name(f".{final.name}.old{TMP_MARK}{os.getpid()}")  # swept like any temp
-            if final.exists():
-                os.replace(final, old)
-            os.replace(tmp, final)
-            shutil.rmtree(old, ignore_errors=True)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-        shutil.rmtree(src)
-        return
     with atomic_path(final) as tmp:
         shutil.copyfile(src, tmp)
         shutil.copystat(src, tmp)

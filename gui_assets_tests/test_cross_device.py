@@ -62,24 +62,6 @@ def test_a_file_moves_across_file_systems_over_the_old_one(tmp_path: Path, other
     assert [p.name for p in other_fs.iterdir()] == ["shard.hdf5"]  # no temp name left beside it
 
 
-def test_a_folder_moves_across_file_systems_over_the_old_one(tmp_path: Path, other_fs: Path) -> None:
-    src = tmp_path / "export"
-    (src / "data").mkdir(parents=True)
-    (src / "data" / "a.parquet").write_bytes(b"a")
-    (src / "info.json").write_text("{}")
-    final = other_fs / "export"
-    final.mkdir()
-    (final / "stale.json").write_text("old")
-    move_into_place(src, final)
-    assert sorted(p.relative_to(final).as_posix() for p in final.rglob("*")) == [
-        "data",
-        "data/a.parquet",
-        "info.json",
-    ]
-    assert not src.exists()
-    assert [p.name for p in other_fs.iterdir()] == ["export"]
-
-
 def test_on_one_file_system_it_is_a_rename(tmp_path: Path) -> None:
     src, final = tmp_path / "a", tmp_path / "b"
     src.write_bytes(b"x")
