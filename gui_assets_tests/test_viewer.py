@@ -147,7 +147,7 @@ def server(build: Path) -> Iterator[Served]:
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     if not CHROMIUM.exists():
-        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
+        pytest.skip("Debian's chromium is not installed (scripts/test installs it)")
     from playwright.sync_api import sync_playwright
 
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
