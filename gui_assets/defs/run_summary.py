@@ -137,6 +137,7 @@ def report(context: dg.HookContext, now_failed: bool) -> RunSummary | None:
     out = Path(context.resources.paths.out_dir()).resolve()
     results = instance.all_logs(context.run_id, of_type=set(SUMMED))
     summary = summarize(context.run_id, not now_failed and not any(_failed(r) for r in steps), results, out)
+    summary.partition = summary.partition or run.tags.get("dagster/partition")  # a run that built nothing
     if now_failed and context.step_key not in summary.failed_steps:
         summary.failed_steps.append(context.step_key)
     print("\n".join(summary.lines()), file=sys.stderr, flush=True)

@@ -114,6 +114,6 @@ def test_a_failed_run_says_so_and_names_the_failed_step(tmp_path: Path) -> None:
     r = cli_materialize("sample", tmp_path, clean_env(GUI_ASSETS_MIRROR=str(empty)), source="pango")
     assert r.returncode != 0
     summary = r.stderr[r.stderr.index("gui_assets: run ") :].splitlines()
-    assert summary[0].endswith(" FAILED"), summary
+    assert summary[0].endswith(" FAILED, partition sample"), summary
     assert "  checks     0 passed, 0 failed" in summary
     assert "  failed steps: pango" in summary
