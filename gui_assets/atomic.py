@@ -2,11 +2,14 @@
 
 A killed process leaves at worst a hidden `.<name>.tmp-<pid>` file, never a partial file under a
 final name; `sweep_temps` removes such leftovers when the directory is written again.
+`move_into_place` is os.replace that also works across file systems (a build directory on a
+data disk while the work folder is elsewhere).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import shutil
@@ -45,6 +48,23 @@ def atomic_write_bytes(final: Path, data: bytes) -> None:
 
 def atomic_write_text(final: Path, text: str) -> None:
     atomic_write_bytes(final, text.encode("utf-8"))
+
+
+def move_into_place(src: Path, final: Path) -> None:
+    """os.replace(src, final) for a file, also when the two sit on different file systems: there a
+    rename fails (EXDEV), so `src` is copied to a temp name beside `final` (on its file system),
+    made durable, renamed over `final`, and only then removed. A reader sees the old file or the
+    new, never part of one."""
+    try:
+        os.replace(src, final)
+        return
+    except OSError as e:
+        if e.errno != errno.EXDEV:
+            raise
+    with atomic_path(final) as tmp:
+        shutil.copyfile(src, tmp)
+        shutil.copystat(src, tmp)
+    src.unlink()
 
 
 def writer_alive(name: str) -> bool:

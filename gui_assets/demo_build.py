@@ -26,6 +26,7 @@ from pathlib import Path
 
 from gui_assets.layout import WORK_DIR
 from gui_assets.memory import build_process_env
+from gui_assets.run_summary import SUMMARY_FILE, RunSummary, read_summary
 from gui_assets.sources import SOURCES
 
 LOG_DIR = "demo_logs"  # under <out>/_work: pipeline state, never published
@@ -113,6 +114,22 @@ def run_one(partition: Partition, log: Path) -> int:
         ).returncode
 
 
+def whole_build_lines(summaries: Sequence[RunSummary]) -> list[str]:
+    """The demo build in a few lines: each directory built, every check, what went where."""
+    lines = [f"  {b.directory}: {b.demos} demos, {b.steps} steps" for s in summaries for b in s.built]
+    failed = [f"{name} ({s.partition})" for s in summaries for name in s.checks_failed]
+    lines.append(f"checks: {sum(s.checks_passed for s in summaries)} passed, {len(failed)} failed")
+    lines += [f"  failed: {name}" for name in failed]
+    sent: dict[str, list[int]] = {}
+    for s in summaries:
+        for p in s.published:
+            sent.setdefault(p.target, [0, 0])
+            sent[p.target][0] += p.sent
+            sent[p.target][1] += p.unchanged
+    lines += [f"published to {t}: {n} files sent, {same} unchanged" for t, (n, same) in sent.items()]
+    return lines
+
+
 def build(partitions: Sequence[Partition]) -> int:
     out = out_dir()
     logs = out / WORK_DIR / LOG_DIR
@@ -122,10 +139,12 @@ def build(partitions: Sequence[Partition]) -> int:
         print(f"gui-assets demo: cannot write the run logs under {logs}: {e}", file=sys.stderr)
         return 1
     started = time.monotonic()
+    summaries: list[RunSummary] = []
     for i, p in enumerate(partitions, 1):
         log = logs / f"{p.source}_{p.key}.log"
         print(f"[{i}/{len(partitions)}] {p.source} {p.key} ...", end="", flush=True)
         t = time.monotonic()
+        (out / WORK_DIR / SUMMARY_FILE).unlink(missing_ok=True)  # so a run that keeps none adds none
         try:
             code = run_one(p, log)
         except KeyboardInterrupt:
@@ -140,7 +159,11 @@ def build(partitions: Sequence[Partition]) -> int:
             print(f"\nlog:   {log}\nrerun: {shlex.join(p.command())}", file=sys.stderr)
             return code
         print(f" {_seconds(time.monotonic() - t)}", flush=True)
+        summary = read_summary(out)  # the run's own, kept by its closing step (after the old one went)
+        if summary is not None:
+            summaries.append(summary)
     print(f"built {len(partitions)} partitions in {_seconds(time.monotonic() - started)}")
+    print("\n".join(whole_build_lines(summaries)))
     print(f"output: {out}  (run logs: {logs})")
     print(f"look at it: gui-assets view {shlex.quote(str(out))}")
     return 0

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 
-from gui_assets.atomic import atomic_write_text, sha256_files, sweep_temps, temp_path
+from gui_assets.atomic import atomic_write_text, move_into_place, sha256_files, sweep_temps, temp_path
 from gui_assets.config import DIRECT_CODECS, BuildConfig
 from gui_assets.cursor import EYE_SIZE
 from gui_assets.episode_store import STEPS_FILE, ImageStore, iter_episodes, read_episode_table
@@ -365,7 +365,7 @@ def publish_shards(layout: OutLayout, directory: str) -> ShardManifest:
         if keys.is_file():  # its steps' frame keys, for the next build's reuse, likewise
             file_index(layout, directory, entry.sha256, keys)
         if src.is_file():
-            os.replace(src, dst)
+            move_into_place(src, dst)  # the directory may sit on another file system
     _prune(out_dir, directory, {e.file for es in entries.values() for e in es})
     pictures.keep_only({e.sha256 for es in entries.values() for e in es})
     keep_only(layout, directory, {e.sha256 for es in entries.values() for e in es})

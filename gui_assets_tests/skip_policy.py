@@ -3,7 +3,8 @@
 A test that skips because its real client (robomimic, `datasets`, chromium, Redis, PostgreSQL,
 g++) is missing proves nothing, and "N passed" looks the same without it. Locally a skip is
 still a skip, so a developer without chromium can run the rest; CI installs everything
-(`.ci/run`) and must run everything. Every run prints each skip and its reason (`-rs`).
+(`scripts/test`, all `.ci/run` does) and must run everything. Every run prints each skip and its
+reason (`-rs`).
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> 
         report.outcome = "failed"
         report.longrepr = (
             f"skipped under CI=true, which runs every test: {reason}\n"
-            "(install what it needs in .ci/run, or add it to gui_assets_tests/skip_policy.py with why)"
+            "(install what it needs in scripts/test, or add it to gui_assets_tests/skip_policy.py with why)"
         )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -115,6 +116,11 @@ def test_the_demo_command_builds_a_partition_as_the_user_would(tmp_path):
     assert (build / "pango_sample" / "pango_sample_0000.hdf5").is_file()
     assert (build / "_work" / "demo_logs" / "pango_sample.log").is_file()
     assert f"look at it: gui-assets view {build}" in r.stdout
+    # the whole build summed up from the runs' own summaries
+    stats = json.loads((build / "pango_sample" / "dataset_info.json").read_text(encoding="utf-8"))["stats"]
+    assert f"  pango_sample: {stats['episodes_out']} demos, {stats['steps']} steps" in r.stdout
+    assert re.search(r"^checks: [1-9]\d* passed, 0 failed$", r.stdout, re.MULTILINE), r.stdout
+    assert f"published to {build / 'hub'}: " in r.stdout
 
 
 def test_each_run_starts_with_the_build_process_allocator_settings(tmp_path, monkeypatch):

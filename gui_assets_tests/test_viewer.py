@@ -147,7 +147,7 @@ def server(build: Path) -> Iterator[Served]:
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     if not CHROMIUM.exists():
-        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
+        pytest.skip("Debian's chromium is not installed (scripts/test installs it)")
     from playwright.sync_api import sync_playwright
 
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
@@ -320,6 +320,35 @@ def test_keys_move_one_step_and_the_url_follows(server, steps, page):
     page.locator("#timeline .tick").nth(3).click()
     wait_step(page, 3)
     assert "step=3" in page.url
+
+
+def test_the_header_and_the_action_card_count_steps_as_the_url_does(server, steps, page):
+    """One convention: step t of the URL (counted from 0) is "step t (0-last)" in the header and
+    in the action card alike."""
+    step = next(s for s in steps if s.t == 3 and s.steps >= 5)
+    open_step(page, server.url, step)
+    label = f"step 3 (0\u2013{step.steps - 1})"
+    assert page.locator("#step-label").inner_text() == label
+    assert label in page.locator("#action-card").inner_text()
+    assert page.locator("#timeline .tick.current").get_attribute("data-step") == "3"
+
+
+@pytest.mark.parametrize(("asked", "says"), [("99", "is out of range"), ("-1", "is not a step number")])
+def test_a_step_past_the_demo_is_named_with_the_valid_range_not_shown_as_another(
+    server, steps, page, asked, says
+):
+    step = next(s for s in steps if s.t == 0)
+    page.goto(f"{server.url}?{urllib.parse.urlencode({'file': step.file, 'demo': step.demo, 'step': asked})}")
+    error = page.locator("#step-error")
+    error.wait_for(state="visible", timeout=30_000)
+    text = error.inner_text()
+    assert f"step={asked} {says}" in text and f"step=0 to step={step.steps - 1}" in text, text
+    assert page.locator("#frame").is_hidden()  # no other step stands in for the one asked for
+    assert page.locator("#frame[data-step]").count() == 0
+    assert page.locator("#step-label").inner_text() == "no step"
+    page.keyboard.press("ArrowRight")  # from there the keys start at the first step
+    wait_step(page, 0)
+    assert error.is_hidden() and "step=0" in page.url
 
 
 def test_a_lone_shard_copied_to_an_empty_folder_is_served(steps, build, tmp_path, page):

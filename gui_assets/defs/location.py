@@ -15,6 +15,7 @@ from gui_assets.defs.export_checks import build_export_checks
 from gui_assets.defs.factory import build_source_defs
 from gui_assets.defs.repo_assets import build_repo_assets
 from gui_assets.defs.resources import AlertsResource, BuildSettings, GuiAssetsPaths, HubResource
+from gui_assets.defs.run_summary import RUN_SUMMARY_HOOKS
 from gui_assets.defs.sensors import run_failure_alerts
 from gui_assets.defs.upstream_assets import observation_defs
 from gui_assets.source_spec import SourceSpec
@@ -52,6 +53,8 @@ def build_definitions(sources: Sequence[SourceSpec]) -> dg.Definitions:
         warnings.simplefilter("ignore", dg.BetaWarning)
         # Link every asset to the file and line that defines it (shown in the UI).
         assets = dg.with_source_code_references(assets)
+    # The run's closing summary, after whichever step ends it (source assets run no step).
+    assets = [a.with_hooks(RUN_SUMMARY_HOOKS) if isinstance(a, dg.AssetsDefinition) else a for a in assets]
     observing = observation_defs(sources)
     route_core_logs()
     return dg.Definitions(

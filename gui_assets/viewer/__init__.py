@@ -12,7 +12,9 @@ network or the writers: shards are read as any user reads them, with h5py.
 
 The page
     /?file=<shard relative to the served root>&demo=<demo name>&step=<t>   opens that step
-    (no query: the demo list). DOM contract: `#frame` is the displayed agentview frame;
+    (no query: the demo list). Steps count from 0, as t does, everywhere on the page ("step 3
+    (0-7)"); a t the demo does not have shows `#step-error`, naming the valid range, in place
+    of any step. DOM contract: `#frame` is the displayed agentview frame;
     `#action-point` (with `data-x`, `data-y`, the normalized point) is centred on
     (x1 * width, y1 * height) of `#frame`'s box for a step whose mask is [1, 1, 0, 0], and
     absent otherwise; `#eye-rect`'s box is the step's eye_rect window (border drawn inside);

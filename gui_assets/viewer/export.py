@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
-from gui_assets.atomic import atomic_path
-from gui_assets.viewer.catalog import BadPath, NotServed
+from gui_assets.atomic import atomic_path, sha256_file
+from gui_assets.viewer.catalog import INFO_NAME, BadPath, NotServed
 from gui_assets.viewer.frames import encode_png, read_frame
 from gui_assets.viewer.server import STATIC_DIR, Viewer
 
@@ -101,12 +101,32 @@ def _frame_uris(viewer: Viewer, rel: str, name: str, kind: str, steps: int) -> I
         yield "data:image/png;base64," + base64.b64encode(png).decode("ascii")
 
 
+def content_version(path: Path) -> str:
+    """A shard's version by its content: its sha256 as its directory's dataset_info.json records
+    it, else read from the file. The served page's version is the file's mtime and size, a cheap
+    cache key; a written page must not change when the same bytes are rebuilt at another time."""
+    try:
+        info = json.loads((path.parent / INFO_NAME).read_text(encoding="utf-8"))
+        entries = [*info.get("shards", []), *info.get("val_shards", [])]
+        recorded = {e["file"]: e["sha256"] for e in entries if isinstance(e, dict)}
+        if isinstance(recorded.get(path.name), str) and recorded[path.name]:
+            return f"sha256-{recorded[path.name]}"
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        pass
+    return f"sha256-{sha256_file(path)}"
+
+
 def _write_data(out: IO[str], viewer: Viewer, selection: dict[str, list[str]]) -> tuple[int, int]:
     """The JSON of the data element, written a frame at a time: (demos, frames) written."""
     index = viewer.catalog.index(only={rel: set(names) for rel, names in selection.items()})
     count = sum(len(n) for n in selection.values())
     index["root"] = f"{viewer.catalog.served.root.name}/ (static export of {count} demos)"
+    versions = {rel: content_version(viewer.catalog.path(rel)) for rel in selection}
+    index["files"] = [{**f, "version": versions[f["path"]]} for f in index["files"]]
     demos = {f"{rel}\n{name}": viewer.demo(rel, name) for rel, names in selection.items() for name in names}
+    for key, demo in demos.items():
+        if isinstance(demo.get("file"), dict):
+            demo["file"] = {**demo["file"], "version": versions[key.split("\n")[0]]}
     out.write(f'{{"static":true,"index":{_json(index)},"demos":{_json(demos)},"frames":{{')
     frames = 0
     for i, (key, demo) in enumerate(demos.items()):

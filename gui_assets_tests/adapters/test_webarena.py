@@ -4,7 +4,7 @@ More trace shapes: test_playwright_shapes.py (hand-made), test_playwright_record
 here), test_playwright_robustness.py (bad values).
 
 The demo's traces are real recordings shipped with the package; tests that record new ones drive
-Debian's chromium with Playwright and run wherever chromium is installed (.ci/run installs it).
+Debian's chromium with Playwright and run wherever chromium is installed (scripts/test installs it).
 """
 
 from __future__ import annotations

@@ -54,7 +54,7 @@ def _wait_port(port: int, timeout: float = 30) -> None:
 @pytest.fixture
 def redis_url(tmp_path):
     if shutil.which("redis-server") is None:
-        pytest.skip("redis-server is not installed (.ci/run installs Debian's redis-server)")
+        pytest.skip("redis-server is not installed (scripts/test installs Debian's redis-server)")
     port = free_port()
     proc = subprocess.Popen(
         ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
@@ -74,7 +74,7 @@ def postgres(tmp_path):
     """A throwaway PostgreSQL server owned by the `postgres` user (it refuses to run as root)."""
     bindir = _postgres_bin()
     if bindir is None:
-        pytest.skip("PostgreSQL is not installed (.ci/run installs Debian's postgresql)")
+        pytest.skip("PostgreSQL is not installed (scripts/test installs Debian's postgresql)")
     base = Path(tempfile.mkdtemp(prefix="gui-assets-pg-"))  # pytest's tmp dirs are root-only
     os.chmod(base, 0o755)
     data = base / "data"

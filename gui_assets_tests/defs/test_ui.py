@@ -46,7 +46,7 @@ def _wait_http(url: str, timeout: float) -> None:
 @pytest.fixture
 def dagster_dev(tmp_path, demo_mirror):
     if not CHROMIUM.exists():
-        pytest.skip("Debian's chromium is not installed (.ci/run installs it)")
+        pytest.skip("Debian's chromium is not installed (scripts/test installs it)")
     home = tmp_path / "home"
     home.mkdir()
     # The project's instance settings (run queue, pools, no first-run prompt), storage in `home`.

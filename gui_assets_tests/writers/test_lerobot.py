@@ -31,7 +31,7 @@ CLIENT = Path(__file__).resolve().parents[1] / "lerobot_client.py"
 
 
 def lerobot_python() -> Path | None:
-    """GUI_ASSETS_LEROBOT_PYTHON, else the repo's `.venv-lerobot` (.ci/run makes it)."""
+    """GUI_ASSETS_LEROBOT_PYTHON, else the repo's `.venv-lerobot` (scripts/test makes it)."""
     given = os.environ.get("GUI_ASSETS_LEROBOT_PYTHON")
     path = Path(given) if given else REPO / ".venv-lerobot" / "bin" / "python"
     return path if path.is_file() else None
@@ -198,7 +198,7 @@ def _doctor(python: Path, root: Path) -> dict:
 def test_lerobot_loads_and_batches_every_dataset_as_uploaded(build, video, request, tmp_path):
     python = lerobot_python()
     if python is None:
-        pytest.skip("lerobot's virtual environment is missing (.ci/run makes .venv-lerobot)")
+        pytest.skip("lerobot's virtual environment is missing (scripts/test makes .venv-lerobot)")
     out = tmp_path / "out"
     shutil.copytree(request.getfixturevalue(build), out, symlinks=True)
     lerobot_export.write_export(out, video=video)

@@ -132,8 +132,7 @@
     const demo = q.get("demo");
     try {
       if (file && demo) {
-        const step = Number.parseInt(q.get("step") || "0", 10);
-        await openDemo(file, demo, Number.isFinite(step) ? step : 0);
+        await openDemo(file, demo, q.get("step") ?? "0");
       } else {
         await openList();
       }
@@ -270,6 +269,33 @@
 
   /* ---------- the demo view ---------- */
 
+  // Steps are counted from 0 everywhere: the URL's step=, the header, the action card, the
+  // timeline. The label gives the range, so "step 3" is never read as the third.
+  function stepLabel(t, steps) {
+    return `step ${t} (0–${steps - 1})`;
+  }
+
+  // Why the URL's step= names no step of this demo, or null when it does.
+  function stepProblem(raw, steps, demoLabel) {
+    const range = steps ? `${demoLabel} has ${steps} steps, step=0 to step=${steps - 1}` : `${demoLabel} has no steps`;
+    if (!/^\d+$/.test(raw)) return `step=${raw} is not a step number: ${range}`;
+    if (Number(raw) >= steps) return `step=${raw} is out of range: ${range}`;
+    return null;
+  }
+
+  // A step the URL asks for that does not exist: said in place of the step, never another step shown.
+  function showStepProblem(text) {
+    state.step = -1; // ArrowRight and Home then go to step 0, End to the last
+    $("demo-body").hidden = true;
+    const box = $("step-error");
+    box.textContent = text;
+    box.hidden = false;
+    $("step-label").textContent = "no step";
+    $("prev").disabled = true;
+    $("next").disabled = state.demo.steps === 0;
+    for (const tick of $("timeline").querySelectorAll(".tick.current")) tick.classList.remove("current");
+  }
+
   async function openDemo(file, name, step) {
     showView("demo");
     if (!(state.demo && state.file === file && state.demoName === name)) {
@@ -281,7 +307,9 @@
       buildDemo(demo);
       setStatus("");
     }
-    goStep(step);
+    const problem = stepProblem(step, state.demo.steps, `${file.split("/").pop()} / ${name}`);
+    if (problem) showStepProblem(problem);
+    else goStep(Number(step));
   }
 
   function typeName(t) {
@@ -347,6 +375,8 @@
     const d = state.demo;
     const t = Math.max(0, Math.min(d.steps - 1, step));
     state.step = t;
+    $("step-error").hidden = true;
+    $("demo-body").hidden = false;
     setHistory("replaceState", urlFor(state.file, state.demoName, t));
     const version = d.file ? d.file.version : "";
     const frame = $("frame");
@@ -362,7 +392,7 @@
     if (d.frames.eye) eye.src = data.frame(state.file, state.demoName, "eye", t, version);
     eye.hidden = !d.frames.eye;
     $("scrubber").value = String(t);
-    $("step-label").textContent = `step ${t} / ${d.steps - 1}`;
+    $("step-label").textContent = stepLabel(t, d.steps);
     $("prev").disabled = t === 0;
     $("next").disabled = t === d.steps - 1;
     for (const tick of $("timeline").querySelectorAll(".tick.current")) tick.classList.remove("current");
@@ -552,7 +582,7 @@
           el("td", { class: "mono", text: mask[i] && px !== null ? px : "" }), el("td", { class: "mono", text: fmt(mask[i], 0) }));
       })));
     $("action-card").replaceChildren(...present(
-      el("div", { class: "action-head" }, el("span", { class: "badge", style: { background: colourOf(type) }, text: type }), el("span", { class: "muted", text: `step ${t} of ${d.steps}` }), ...flags),
+      el("div", { class: "action-head" }, el("span", { class: "badge", style: { background: colourOf(type) }, text: type }), el("span", { class: "muted", text: stepLabel(t, d.steps) }), ...flags),
       el("div", { class: "desc mono", id: "action-desc", text: d.descs ? d.descs[t] : "" }),
       text ? el("div", { class: "text-box" }, el("span", { class: "muted", text: "action_text " }), el("code", { id: "action-text", text: visibleText(text) })) : null,
       params,
