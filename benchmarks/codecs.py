@@ -1,16 +1,21 @@
-"""Frame codecs: the bytes every downloader pays for against the build's speed.
+"""Frame deflate: the bytes every downloader pays for against the build's speed.
 
     python -m benchmarks.codecs --frames 48
+
+Deterministic deflate implementations (each call's output a function of its input and level):
+zlib (what HDF5's gzip filter and the hand-written script use), zlib-ng and libdeflate, both
+through imagecodecs.
 
 On held-out 1280x1080 frames at indices no other benchmark or test uses, of two kinds
 (`screenshots`: the throughput benchmark's pages with photo-like tiles over a tenth; `pages`:
 the rendered web page alone, text and flat colour), for each codec and level:
   - deflated bytes of the agentview frame plus its 128x128 eye crop, against zlib level 4 (the
     hand-written script's h5py gzip-4 filter);
-  - milliseconds per frame on one thread, and frames/s on every usable CPU (the codecs release
-    the GIL, as the shard writer's thread pool uses them);
-then the shard writer itself (decode, crop, deflate, write_direct_chunk / h5py's filter) at each
-codec's default level: steps/s and bytes per step. Every output is zlib-format and inflates to
+  - milliseconds per frame on one thread (wall and the thread's CPU time, which other load on
+    a shared machine disturbs less), and frames/s on every usable CPU (the codecs release the
+    GIL, as the shard writer's thread pool uses them);
+then the shard writer itself (decode, crop, deflate, write_direct_chunk) at libdeflate levels
+around the default: steps/s and bytes per step. Every output is zlib-format and inflates to
 the same pixels; that is checked on every frame. Results go to <work>/results-codecs.json.
 """
 
@@ -18,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import time
 import zlib
 from collections.abc import Callable
@@ -25,28 +31,33 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import h5py
 import numpy as np
 
 from benchmarks.frames import screenshot
 from benchmarks.throughput import _machine
 from gui_assets.config import BuildConfig, usable_cpus
 from gui_assets.cursor import EYE_SIZE
+from gui_assets.deflate import zlib_deflater
 from gui_assets.demo.render import render_page
 from gui_assets.images import decode_rgb
 
 HELD_OUT = 900_000  # first frame index: far beyond the mirrors the other benchmarks generate
-LEVELS: dict[str, tuple[int, ...]] = {"zlib": (1, 4, 6), "isal": (1, 2, 3), "libdeflate": (1, 4, 6, 9)}
+LEVELS: dict[str, tuple[int, ...]] = {
+    "zlib": (1, 4, 6),
+    "zlib-ng": (4, 6, 7, 9),
+    "libdeflate": (1, 4, 5, 6, 7, 8, 9),
+}
+WRITER_LEVELS = (1, 5, 6, 7)  # libdeflate levels the shard writer is timed at
 
 
 def _compressor(codec: str, level: int) -> Callable[[memoryview], bytes]:
-    if codec == "isal":
-        from isal import isal_zlib
-
-        return lambda data: isal_zlib.compress(data, level)
     if codec == "libdeflate":
-        from imagecodecs import deflate_encode
+        return zlib_deflater(level)
+    if codec == "zlib-ng":
+        from imagecodecs import zlibng_encode
 
-        return lambda data: deflate_encode(data, level=level)
+        return lambda data: zlibng_encode(data, level=level)
     return lambda data: zlib.compress(data, level)
 
 
@@ -75,10 +86,10 @@ def measure_codec(codec: str, level: int, frames: list[tuple[memoryview, memoryv
             raise AssertionError(f"{codec} {level}: output does not inflate to the frame")
         sizes.append(len(a) + len(b))
     one_thread = time.perf_counter() - t  # includes the checking inflate; timed again below
-    t = time.perf_counter()
+    t, cpu = time.perf_counter(), time.thread_time()
     for page, eye in frames:
         compress(page), compress(eye)
-    one_thread = time.perf_counter() - t
+    one_thread, cpu = time.perf_counter() - t, time.thread_time() - cpu
     threads = usable_cpus()
     with ThreadPoolExecutor(threads) as pool:
         t = time.perf_counter()
@@ -89,16 +100,16 @@ def measure_codec(codec: str, level: int, frames: list[tuple[memoryview, memoryv
         "level": level,
         "bytes_per_frame": float(np.mean(sizes)),
         "ms_per_frame": 1000 * one_thread / len(frames),
+        "cpu_ms_per_frame": 1000 * cpu / len(frames),  # the thread's CPU: steadier on a shared machine
         "frames_per_s_all_cpus": len(frames) / parallel,
         "threads": threads,
     }
 
 
-def measure_writer(config: BuildConfig, steps: int, work: Path) -> dict[str, Any]:
-    """The shard writer on `steps` distinct held-out steps under `config`: steps/s, bytes/step."""
+def _writer_input(steps: int, work: Path) -> tuple[list[Any], Any]:
+    """`steps` distinct held-out screenshots as click episodes of ten steps, in an image store."""
     from gui_assets.episode_store import ImageStore
     from gui_assets.ir import POINT_MASK, ActionType, GuiEpisode, GuiStep, Observation, SourceRef
-    from gui_assets.writers.libero_hdf5 import LiberoShardWriter
 
     store = ImageStore(work / "images")
     ref = SourceRef("bench", "held-out", "frames")
@@ -111,14 +122,56 @@ def measure_writer(config: BuildConfig, steps: int, work: Path) -> dict[str, Any
             point = (0.1 + 0.08 * (i % 10), 0.5, 0.0, 0.0)
             ep_steps.append(GuiStep(ActionType.CLICK, point, POINT_MASK, "", "click", obs, (0.0, 0.0), ref))
         episodes.append(GuiEpisode(f"e{e}", "bench", "held-out frames", ep_steps))
-    out = work / f"shards-{config.frame_codec}"
+    return episodes, store
+
+
+def measure_writer(config: BuildConfig, episodes: list[Any], store: Any, work: Path) -> dict[str, Any]:
+    """The shard writer on the episodes under `config`: steps/s, bytes/step."""
+    from gui_assets.writers.libero_hdf5 import LiberoShardWriter
+
+    steps = sum(len(e.steps) for e in episodes)
+    out = work / f"shards-{config.libdeflate_level}"
+    shutil.rmtree(out, ignore_errors=True)
     writer = LiberoShardWriter(out, "bench", "bench", config)
     t = time.perf_counter()
     writer.write_episodes(episodes, store)
     pieces = writer.close()
     seconds = time.perf_counter() - t
     size = sum(p.bytes for p in pieces)
-    return {"codec": config.frame_codec, "steps_per_s": steps / seconds, "bytes_per_step": size / steps}
+    return {"level": config.libdeflate_level, "steps_per_s": steps / seconds, "bytes_per_step": size / steps}
+
+
+def measure_script_recipe(episodes: list[Any], store: Any, work: Path) -> dict[str, Any]:
+    """The same episodes the hand-written script's way (benchmarks/handwritten.py): one process,
+    h5py's gzip-4 filter, one chunk per frame, the eye crop centred on the click. The bytes a
+    shard is held against; its steps/s are h5py's filter on one core."""
+    path = work / "script-recipe.hdf5"
+    steps = 0
+    t = time.perf_counter()
+    with h5py.File(path, "w") as f:
+        for i, ep in enumerate(episodes):
+            T = len(ep.steps)
+            demo = f.create_group(f"data/demo_{i}")
+            gzip4 = {"compression": "gzip", "compression_opts": 4, "dtype": np.uint8}
+            agentview = demo.create_dataset(
+                "obs/agentview_rgb", (T, 1080, 1280, 3), chunks=(1, 1080, 1280, 3), **gzip4
+            )
+            eye = demo.create_dataset(
+                "obs/eye_in_hand_rgb", (T, EYE_SIZE, EYE_SIZE, 3), chunks=(1, EYE_SIZE, EYE_SIZE, 3), **gzip4
+            )
+            actions = np.zeros((T, 7), np.float32)
+            for t_, s in enumerate(ep.steps):
+                frame = decode_rgb(store.get(s.observation.image_sha256, "png"))
+                cx, cy = s.params[0] * 1280, s.params[1] * 1080
+                x0 = int(min(max(cx - EYE_SIZE / 2, 0), 1280 - EYE_SIZE))
+                y0 = int(min(max(cy - EYE_SIZE / 2, 0), 1080 - EYE_SIZE))
+                agentview[t_] = frame
+                eye[t_] = frame[y0 : y0 + EYE_SIZE, x0 : x0 + EYE_SIZE]
+                actions[t_, :2] = s.params[:2]
+            demo.create_dataset("actions", data=actions)
+            steps += T
+    seconds = time.perf_counter() - t
+    return {"steps_per_s": steps / seconds, "bytes_per_step": path.stat().st_size / steps}
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -136,23 +189,40 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         ]
         base = next(r for r in table if r["codec"] == "zlib" and r["level"] == 4)
         print(f"{len(frames)} held-out 1280x1080 {kind} (+ eye crops); bytes against zlib level 4")
-        print(f"{'codec':<11}{'level':>6}{'KB/frame':>10}{'x zlib-4':>10}{'ms/frame':>10}{'frames/s':>10}")
+        head = f"{'codec':<11}{'level':>6}{'KB/frame':>10}{'x zlib-4':>10}{'ms/frame':>10}{'CPU ms':>8}"
+        print(f"{head}{'frames/s':>10}")
         for r in table:
             r["bytes_vs_zlib4"] = r["bytes_per_frame"] / base["bytes_per_frame"]
             print(
                 f"{r['codec']:<11}{r['level']:>6}{r['bytes_per_frame'] / 1024:>10.0f}"
-                f"{r['bytes_vs_zlib4']:>10.3f}{r['ms_per_frame']:>10.1f}{r['frames_per_s_all_cpus']:>10.1f}"
+                f"{r['bytes_vs_zlib4']:>10.3f}{r['ms_per_frame']:>10.1f}{r['cpu_ms_per_frame']:>8.1f}"
+                f"{r['frames_per_s_all_cpus']:>10.1f}"
             )
         rows += table
+    episodes, store = _writer_input(args.writer_steps, args.work)
+    script = measure_script_recipe(episodes, store, args.work)
     writer = [
-        measure_writer(BuildConfig(frame_codec=codec), args.writer_steps, args.work)
-        for codec in ("isal", "libdeflate", "gzip")
+        measure_writer(BuildConfig(libdeflate_level=lvl), episodes, store, args.work) for lvl in WRITER_LEVELS
     ]
-    print(f"shard writer, {args.writer_steps} steps, default levels:")
+    default = BuildConfig().libdeflate_level
+    print(f"shard writer, {args.writer_steps} steps of screenshots (default level {default}); bytes against")
+    print("the hand-written script's recipe (h5py gzip-4 filter, one core) on the same steps:")
+    kb = script["bytes_per_step"] / 1024
+    print(f"  script recipe {script['steps_per_s']:>8.1f} steps/s {kb:>8.0f} KB/step     1.000")
     for w in writer:
+        w["bytes_vs_script"] = w["bytes_per_step"] / script["bytes_per_step"]
         kb = w["bytes_per_step"] / 1024
-        print(f"  {w['codec']:<11}{w['steps_per_s']:>8.1f} steps/s {kb:>8.0f} KB/step")
-    result = {"machine": _machine(), "frames": args.frames, "codecs": rows, "writer": writer}
+        print(
+            f"  libdeflate {w['level']:>2} {w['steps_per_s']:>8.1f} steps/s {kb:>8.0f} KB/step "
+            f"{w['bytes_vs_script']:>9.3f}"
+        )
+    result = {
+        "machine": _machine(),
+        "frames": args.frames,
+        "codecs": rows,
+        "script_recipe": script,
+        "writer": writer,
+    }
     (args.work / "results-codecs.json").write_text(json.dumps(result, indent=1) + "\n")
     return result
 

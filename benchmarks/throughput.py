@@ -12,15 +12,19 @@ Generates (once, cached under --work) `--steps` realistic screenshots in the Min
      with the seconds of each of its steps read from the run log;
 and prints steps/s, bytes per step and peak RSS of each, with their ratio to the script. With
 --scale, the script and the user's command run again on the larger mirror, and the marginal
-rate (the extra steps over the extra seconds) is reported apart from start-up costs. Every
-output is read back with plain h5py and compared pixel for pixel with the script's on sampled
-frames.
+rate (the extra steps over the extra seconds) is reported apart from start-up costs, against
+the decode-and-deflate bound measured in the same run (just before and just after the larger
+command, averaged): the steps/s at which every usable CPU decodes the larger mirror's
+screenshots, cuts the eye crop and deflates both at the build's level, with no I/O, HDF5 or
+Dagster at all. Every output is read back with plain h5py and
+compared pixel for pixel with the script's on sampled frames.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
 import os
 import platform
@@ -29,15 +33,19 @@ import re
 import shutil
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import h5py
 import numpy as np
 
-from benchmarks.frames import write_mirror
+from benchmarks.frames import iter_frames, write_mirror
 from benchmarks.peak_rss import run_measured
-from gui_assets.config import FRAME_CODECS
+from gui_assets.config import BuildConfig, usable_cpus
+from gui_assets.cursor import EYE_SIZE
+from gui_assets.images import decode_rgb
+from gui_assets.writers.frames import frame_deflater
 from gui_assets.memory import build_process_env
 
 REPO = Path(__file__).resolve().parent.parent
@@ -171,7 +179,7 @@ def _cli(
     executor: str,
     tag: str,
     samples: int,
-    frame_codec: str | None = None,
+    deflate_level: int | None = None,
 ) -> dict[str, Any]:
     out = work / f"out-{tag}"
     home = work / f"dagster-home-{tag}"
@@ -181,12 +189,8 @@ def _cli(
     (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n", encoding="utf-8")
     cmd = [sys.executable, "-m", "dagster", "asset", "materialize", "-m", "gui_assets",
            "--select", select, "--partition", "train"]  # fmt: skip
-    if frame_codec:
-        codec, _, level = frame_codec.partition(":")  # e.g. libdeflate:1
-        knobs: dict[str, Any] = {"frame_codec": codec}
-        if level:
-            knobs[f"{codec}_level"] = int(level)
-        build = {"resources": {"build": {"config": knobs}}}
+    if deflate_level is not None:
+        build = {"resources": {"build": {"config": {"libdeflate_level": deflate_level}}}}
         cmd += ["--config-json", json.dumps(build)]
     run_env = {
         **build_process_env(env),  # the allocator settings a build process starts with
@@ -214,7 +218,7 @@ def _cli(
         "bytes_per_step": round(size / steps),
         "peak_rss_mb": round(rss),
         "shards": len(shards),
-        "frame_codec": info["build"]["config"]["frame_codec"],
+        "libdeflate_level": info["build"]["config"]["libdeflate_level"],
         "speedup": round(script["seconds"] / secs, 2),
         "size_ratio": round(size / hand.stat().st_size, 4),
         "readback": _sample_equal(shards, hand, samples, seed=0),
@@ -230,6 +234,34 @@ def _cli(
             result["publishing_share"] = round(publishing / secs, 4)
     print(f"CLI {select!r} ({executor}, {steps} steps): {secs:.1f}s", flush=True)
     return result
+
+
+def decode_deflate_bound(repo: Path, frames: int, level: int) -> dict[str, Any]:
+    """Steps/s of the shard writer's per-step CPU work alone, on every usable CPU: decode a
+    screenshot, cut its eye crop, deflate both at `level`. `frames` screenshots of `repo` are
+    read first, so the time holds no I/O; the decoder and deflater are the writer's own and
+    release the GIL, as they do in the writer's thread pool."""
+    deflate = frame_deflater(BuildConfig(libdeflate_level=level))
+    pngs = [png for _, _, png, _ in itertools.islice(iter_frames(repo), frames)]
+
+    def step(png: bytes) -> int:
+        page = decode_rgb(png)
+        eye = np.ascontiguousarray(page[:EYE_SIZE, :EYE_SIZE])
+        return len(deflate(memoryview(page).cast("B"))) + len(deflate(memoryview(eye).cast("B")))
+
+    threads = usable_cpus()
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(step, pngs[: 2 * threads]))  # warm: imports, allocator, page cache
+        start = time.perf_counter()
+        deflated = sum(pool.map(step, pngs))
+        seconds = time.perf_counter() - start
+    return {
+        "frames": len(pngs),
+        "threads": threads,
+        "libdeflate_level": level,
+        "steps_per_s": round(len(pngs) / seconds, 2),
+        "bytes_per_step": round(deflated / len(pngs)),
+    }
 
 
 def _marginal(small: dict[str, Any], large: dict[str, Any]) -> dict[str, float]:
@@ -255,10 +287,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--no-chain", action="store_true", help="skip the chain-only run")
     ap.add_argument("--samples", type=int, default=40, help="frames compared between the outputs")
     ap.add_argument(
-        "--frame-codec",
-        help=f"the builds' frame_codec, one of {FRAME_CODECS}, with :LEVEL for its level "
-        "(e.g. libdeflate:1); "
-        "default: the knobs' defaults",
+        "--deflate-level",
+        type=int,
+        help="the builds' libdeflate_level (1-12); default: the knob's default",
+    )
+    ap.add_argument(
+        "--bound-frames", type=int, default=400, help="screenshots the decode-and-deflate bound is timed on"
     )
     args = ap.parse_args(argv)
     executors = args.executor or ["in_process"]
@@ -286,11 +320,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     }
     runs = results["runs"]
     rows: list[tuple[str, dict[str, Any]]] = []
+    level = args.deflate_level or BuildConfig().libdeflate_level
+    bounds: list[dict[str, Any]] = []  # just before and just after the larger size's commands
     for steps in sizes:
         script = runs[f"script@{steps}"] = _script(work, repos[steps], steps, env, str(steps))
         rows.append((f"hand-written script @{steps}", script))
+        if len(sizes) == 2 and steps == sizes[1]:
+            bounds.append(decode_deflate_bound(repos[steps], args.bound_frames, level))
         for executor in executors:
-            common = {"executor": executor, "samples": args.samples, "frame_codec": args.frame_codec}
+            common = {"executor": executor, "samples": args.samples, "deflate_level": args.deflate_level}
             # (run key, selection, row label): the chain only at the first size, when asked
             selections = [("users", USERS, "'mind2web*'")]
             if steps == args.steps and not args.no_chain:
@@ -320,6 +358,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             rss = (runs[f"{key}@{small}"]["peak_rss_mb"], runs[f"{key}@{large}"]["peak_rss_mb"])
             marginal[key]["peak_rss_growth"] = round(rss[1] / rss[0] - 1, 4)
         results["marginal"] = marginal
+        bounds.append(decode_deflate_bound(repos[large], args.bound_frames, level))
+        # A shared machine's speed drifts: the bound is the mean of the two, each kept.
+        bound = results["bound"] = {
+            **bounds[0],
+            "steps_per_s": round(sum(b["steps_per_s"] for b in bounds) / len(bounds), 2),
+            "before_and_after": [b["steps_per_s"] for b in bounds],
+        }
+        for executor in executors:
+            m = marginal[f"users-{executor}"]
+            m["share_of_bound"] = round(m["steps_per_s"] / bound["steps_per_s"], 3)
 
     print(f"\n{args.width}x{args.height} frames, {results['machine']['cpus']} CPUs "
           f"({results['machine']['cpu_model']})")  # fmt: skip
@@ -332,8 +380,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         pub = f"{r['publishing_share'] * 100:.1f}%" if "publishing_share" in r else ""
         print(f"{name:34} {r['seconds']:>8.1f} {r['steps_per_s']:>8.1f} {r['bytes_per_step'] / 1000:>8.0f} "
               f"{r['peak_rss_mb']:>12} {speed:>9} {size:>7} {pub:>11}")  # fmt: skip
+    if "bound" in results:
+        b = results["bound"]
+        around = " and ".join(f"{v:.1f}" for v in b["before_and_after"])
+        print(f"decode-and-deflate bound: {b['steps_per_s']:.1f} steps/s ({around} before and after the "
+              f"larger command; {b['frames']} screenshots, {b['threads']} threads, libdeflate level "
+              f"{b['libdeflate_level']})")  # fmt: skip
     for name, m in results.get("marginal", {}).items():
         extra = f", {m['ratio_to_script']:.2f}x the script's" if "ratio_to_script" in m else ""
+        extra += f", {m['share_of_bound'] * 100:.0f}% of the bound" if "share_of_bound" in m else ""
         growth = f", peak RSS {m['peak_rss_growth'] * 100:+.1f}%" if "peak_rss_growth" in m else ""
         print(f"marginal {name}: {m['extra_steps']} extra steps in {m['extra_seconds']:.1f}s = "
               f"{m['steps_per_s']:.1f} steps/s{extra}{growth}")  # fmt: skip

@@ -2,34 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
 DEFAULT_SHARD_CAP_BYTES = 500 * 1000 * 1000
-FRAME_CODECS = ("isal", "libdeflate", "gzip")
-# Codecs that deflate frames outside HDF5 and store the chunks with write_direct_chunk.
-DIRECT_CODECS = frozenset({"isal", "libdeflate"})
-
-
-def deflate_available() -> bool:
-    """ISA-L's igzip (the `isal` package) is importable."""
-    return importlib.util.find_spec("isal") is not None
-
-
-def libdeflate_available() -> bool:
-    """imagecodecs was built with libdeflate (its wheels are)."""
-    try:
-        import imagecodecs
-    except ImportError:  # pragma: no cover - a dependency
-        return False
-    return bool(imagecodecs.DEFLATE.available)
-
-
-def default_frame_codec() -> str:
-    return "isal" if deflate_available() else "gzip"
+# libdeflate's level for frame chunks, chosen by measurement (docs/performance.md, frame deflate):
+# shards stay under the hand-written script's zlib-4 bytes in both benchmarks with some margin;
+# level 5 would save about 1 ms of CPU a frame for a third of that margin.
+DEFAULT_DEFLATE_LEVEL = 6
 
 
 def usable_cpus() -> int:
@@ -70,19 +52,13 @@ class BuildConfig:
         typed_as="shard_cap_mb",
         unit=1e6,
     )
-    # Frames are always stored behind HDF5's built-in gzip filter, which every LIBERO/robomimic
-    # loader reads without plugins. "isal" and "libdeflate" deflate outside HDF5 (zlib streams,
-    # as the filter writes them) and store chunks with write_direct_chunk; "gzip" is h5py's own
-    # filter at gzip_level.
-    frame_codec: str = knob(
-        default_factory=default_frame_codec,
-        meaning="`isal` (ISA-L), `libdeflate` (smaller, slower) or `gzip` (h5py's filter); "
-        "plain gzip to every reader",
-        default_text="`isal` (`gzip` without the isal package)",
+    # Frames are stored behind HDF5's built-in gzip filter, which every LIBERO/robomimic loader
+    # reads without plugins; libdeflate writes the chunks (zlib streams, as the filter would) and
+    # write_direct_chunk stores them. Its bytes are a function of the pixels and this level alone.
+    libdeflate_level: int = knob(
+        DEFAULT_DEFLATE_LEVEL,
+        meaning="libdeflate level (1-12) of the frame chunks: higher is smaller and slower",
     )
-    isal_level: int = knob(2, meaning="ISA-L level (0-3) for `isal`")
-    libdeflate_level: int = knob(6, meaning="libdeflate level (1-12) for `libdeflate`")
-    gzip_level: int = knob(4, meaning="deflate level (0-9) for `gzip`")
     # Everything the shard writer holds decoded at once (pages being cropped, chunks read ahead);
     # a page that alone needs more is left out by name (frame_over_budget), never decoded.
     decode_budget_mb: int = knob(
@@ -108,16 +84,6 @@ class BuildConfig:
     def __post_init__(self) -> None:
         if self.shard_cap_bytes <= 0:
             raise ValueError("shard_cap_bytes must be positive")
-        if not 0 <= self.gzip_level <= 9:
-            raise ValueError("gzip_level must be 0..9")
-        if self.frame_codec not in FRAME_CODECS:
-            raise ValueError(f"frame_codec must be one of {FRAME_CODECS}, not {self.frame_codec!r}")
-        if self.frame_codec == "isal" and not deflate_available():
-            raise ValueError("frame_codec 'isal' needs the isal package (pip install isal)")
-        if not 0 <= self.isal_level <= 3:
-            raise ValueError("isal_level must be 0..3")
-        if self.frame_codec == "libdeflate" and not libdeflate_available():
-            raise ValueError("frame_codec 'libdeflate' needs imagecodecs built with libdeflate")
         if not 1 <= self.libdeflate_level <= 12:
             raise ValueError("libdeflate_level must be 1..12")
         if self.agentview_hw is not None:

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
+from imagecodecs import deflate_crc32 as _crc32  # zlib's CRC-32 at ~10x its speed: every PNG chunk is checked
 from PIL import Image, UnidentifiedImageError
 
 from gui_assets.drops import Drop, DropReason
@@ -26,11 +27,6 @@ try:  # Wuffs (the `fast` extra): half libspng's time, whose zlib inflates 5x sl
     from pywuffs.aux import ImageDecoder, ImageDecoderConfig
 except ImportError:  # a machine without a C++ compiler to build it: libspng decodes the same pixels
     ImageDecoder = None
-
-try:  # ISA-L's CRC-32 (carry-less multiply): about 4x zlib's speed, and every PNG chunk is checked
-    from isal.isal_zlib import crc32 as _crc32
-except ImportError:  # pragma: no cover - the same checksum, slower
-    from zlib import crc32 as _crc32
 
 # Formats a screenshot may arrive in, by magic bytes; the writer decodes only these.
 _MAGIC: tuple[tuple[bytes, str], ...] = (

@@ -4,6 +4,7 @@ small thread pool that compares sampled frames as they are read."""
 
 from __future__ import annotations
 
+import math
 import random
 import zlib
 from collections.abc import Callable, Iterator
@@ -13,14 +14,10 @@ from typing import Any, Generic, TypeVar
 
 import h5py
 import numpy as np
+from imagecodecs import DeflateError, deflate_decode
 
 from gui_assets.config import usable_cpus
 from gui_assets.layout import shard_pattern
-
-try:  # ISA-L inflates a frame about 3x faster than zlib; both release the GIL
-    from isal.isal_zlib import decompress as _zlib_decompress
-except ImportError:  # pragma: no cover
-    _zlib_decompress = zlib.decompress
 
 Job = TypeVar("Job")
 Result = TypeVar("Result")
@@ -67,7 +64,11 @@ def read_chunk(dset: h5py.Dataset, t: int) -> bytes | np.ndarray:
 def inflate(chunk: bytes | np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     if isinstance(chunk, np.ndarray):
         return chunk
-    return np.frombuffer(_zlib_decompress(chunk), np.uint8).reshape(shape)
+    try:  # libdeflate into a buffer of the frame's size: ~3x zlib's speed, GIL released
+        raw = deflate_decode(chunk, out=math.prod(shape))
+    except DeflateError as e:  # the same outcome as zlib's for a chunk that does not inflate
+        raise zlib.error(str(e)) from e
+    return np.frombuffer(raw, np.uint8).reshape(shape)
 
 
 def close_pixels(a: np.ndarray, b: np.ndarray, tolerance: float = 1.0) -> bool:

@@ -35,7 +35,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from gui_assets.atomic import atomic_write_text, move_into_place, sha256_files, sweep_temps, temp_path
-from gui_assets.config import DIRECT_CODECS, BuildConfig
+from gui_assets.config import BuildConfig
 from gui_assets.cursor import EYE_SIZE
 from gui_assets.episode_store import STEPS_FILE, ImageStore, iter_episodes, read_episode_table
 from gui_assets.errors import EmptyPartitionError
@@ -267,8 +267,7 @@ def write_unit(
     shutil.rmtree(staging, ignore_errors=True)
     shown = {e: ts for e, ts in plan.preview_steps.items() if e in wanted}
     keys = unit_keys(layout, directory, source, config, planned)
-    frames = config.frame_codec in DIRECT_CODECS
-    result = take_published(layout, directory, keys, planned, staging, frames=frames)
+    result = take_published(layout, directory, keys, planned, staging)
     if result is None:
         result = _write_pieces(layout, directory, source, config, planned, keys, shown, staging, threads)
     if hash_pieces:

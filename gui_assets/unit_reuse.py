@@ -119,10 +119,10 @@ def _published_by_sha(layout: OutLayout, directory: str) -> dict[str, Path]:
     return {e["sha256"]: out_dir / e["file"] for e in entries if (out_dir / e["file"]).is_file()}
 
 
-def _frame_keys_kept(layout: OutLayout, directory: str, sha: str, frames: bool) -> bool:
+def _frame_keys_kept(layout: OutLayout, directory: str, sha: str) -> bool:
     """The shard's frame keys, which publish files by its sha256, are still there (so the next
     build can take its frames back)."""
-    return not frames or filed_index(layout, directory, sha).is_file()
+    return filed_index(layout, directory, sha).is_file()
 
 
 def _filed(layout: OutLayout, directory: str, key: str) -> dict[str, Any] | None:
@@ -133,7 +133,7 @@ def _filed(layout: OutLayout, directory: str, key: str) -> dict[str, Any] | None
 
 
 def _published_pieces(
-    layout: OutLayout, directory: str, recorded: dict[str, Any], frames: bool
+    layout: OutLayout, directory: str, recorded: dict[str, Any]
 ) -> list[tuple[Path, Piece]] | None:
     """A filed result's pieces with the published shard of each, if all are still there as they
     were, with their frame keys."""
@@ -142,7 +142,7 @@ def _published_pieces(
     pairs = [(published.get(p.sha256 or ""), p) for p in pieces]
     if not pieces or any(src is None or src.stat().st_size != p.bytes for src, p in pairs):
         return None
-    if not all(_frame_keys_kept(layout, directory, p.sha256 or "", frames) for p in pieces):
+    if not all(_frame_keys_kept(layout, directory, p.sha256 or "") for p in pieces):
         return None
     return pairs  # type: ignore[return-value]
 
@@ -153,18 +153,16 @@ def take_published(
     keys: UnitKeys,
     planned: PlannedUnit,
     staging: Path,
-    *,
-    frames: bool,
 ) -> UnitResult | None:
     """The unit's result from the published shards, put into `staging`: linked back when nothing
     it depends on changed, copied with the new revision when only the upstream revision did;
-    None if it must be written (`frames`: the codec files frame keys, which must still be
-    there). The preview draws any picture of its candidates the cache lacks from the shards."""
+    None if it must be written (also when the shards' frame keys are gone). The preview draws
+    any picture of its candidates the cache lacks from the shards."""
     recorded = _filed(layout, directory, keys.exact)
-    pairs = None if recorded is None else _published_pieces(layout, directory, recorded, frames)
+    pairs = None if recorded is None else _published_pieces(layout, directory, recorded)
     if recorded is not None and pairs is not None:
         return link_back(keys, planned, staging, recorded, pairs)
-    return _revise_back(layout, directory, keys, planned, staging, frames)
+    return _revise_back(layout, directory, keys, planned, staging)
 
 
 def link_back(
@@ -196,7 +194,7 @@ def _link(src: Path, dst: Path) -> None:
 
 
 def _revise_back(
-    layout: OutLayout, directory: str, keys: UnitKeys, planned: PlannedUnit, staging: Path, frames: bool
+    layout: OutLayout, directory: str, keys: UnitKeys, planned: PlannedUnit, staging: Path
 ) -> UnitResult | None:
     """The unit's result with the published shards of a unit that differed only by the upstream
     revision copied into `staging` with the new revision; None if there is none or the copy
@@ -213,7 +211,7 @@ def _revise_back(
     old = None if recorded is None else recorded.get("revision")
     if recorded is None or not old or old == keys.revision:
         return None
-    pairs = _published_pieces(layout, directory, recorded, frames)
+    pairs = _published_pieces(layout, directory, recorded)
     if pairs is None:
         return None
     staging.mkdir(parents=True, exist_ok=True)

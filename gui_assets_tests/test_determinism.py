@@ -18,7 +18,6 @@ from dagster._core.instance.ref import InstanceRef
 
 from benchmarks.frames import write_mirror
 from gui_assets_tests.conftest import clean_env, dagster_materialize
-from gui_assets_tests.deflate_tokens import first_difference
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CHAIN = ["mind2web", "mind2web_episodes", "mind2web_splits", "mind2web_shards", "mind2web_dataset_info"]
@@ -77,9 +76,13 @@ def _hdf5_difference(a: Path, b: Path) -> str:
                         mask_a, chunk_a = oa.id.read_direct_chunk(ca.chunk_offset)
                         mask_b, chunk_b = ob.id.read_direct_chunk(cb.chunk_offset)
                         if (mask_a, chunk_a) != (mask_b, chunk_b):
+                            at = next(
+                                (k for k, (x, y) in enumerate(zip(chunk_a, chunk_b, strict=False)) if x != y),
+                                min(len(chunk_a), len(chunk_b)),
+                            )
                             notes.append(
                                 f"{name}: stored chunk {ca.chunk_offset} bytes differ "
-                                f"({len(chunk_a)} vs {len(chunk_b)}); {first_difference(chunk_a, chunk_b)}"
+                                f"({len(chunk_a)} vs {len(chunk_b)}), first at byte {at}"
                             )
                         elif ca.byte_offset != cb.byte_offset:
                             notes.append(

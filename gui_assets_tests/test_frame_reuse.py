@@ -129,10 +129,10 @@ def test_a_rebuild_reuses_unchanged_frames_and_writes_what_a_fresh_build_writes(
     assert leftover == {e["sha256"] for e in shards}
 
 
-def test_a_codec_change_reuses_nothing_and_matches_a_fresh_build(tmp_path, mirrors, counted):
+def test_a_level_change_reuses_nothing_and_matches_a_fresh_build(tmp_path, mirrors, counted):
     out = tmp_path / "incremental"
     build_directory(MIND2WEB, "train", out, RawSettings("mirror", mirrors["base"]), CONFIG)
-    other = BuildConfig(shard_cap_bytes=7_500_000, frame_codec="libdeflate", libdeflate_level=1)
+    other = BuildConfig(shard_cap_bytes=7_500_000, libdeflate_level=1)
     build_directory(MIND2WEB, "train", out, RawSettings("mirror", mirrors["base"]), other)
     assert counted == {"steps": 0, "units": 0}
     fresh = tmp_path / "fresh"

@@ -51,18 +51,18 @@ def test_every_byte_changing_knob_comes_from_a_build_config_field_with_its_defau
     default = BuildConfig()
     for name, knob in knobs.items():
         assert knob.meaning and knob.recorded
-        if knob.default is not None:  # None: computed (frame_codec) or unset (agentview_hw)
+        if knob.default is not None:  # None: unset (agentview_hw)
             assert knob.to_config(knob.default) == getattr(default, name), name
     cap = next(k for k in settings.config_knobs() if k.field == "shard_cap_bytes")
     assert (cap.name, cap.default, cap.to_config(200)) == ("shard_cap_mb", 500, 200_000_000)
 
 
 def test_build_config_records_each_source_s_options_once_resolved():
-    config = BuildConfig(gzip_level=1, source_options={"pango": {"hover": True}, "mind2web": {}})
+    config = BuildConfig(libdeflate_level=1, source_options={"pango": {"hover": True}, "mind2web": {}})
     resolved = PANGO.resolve_config(config)
     assert resolved.options == {"hover": True} and PANGO.resolve_config(resolved) == resolved
     recorded = resolved.to_dict()
-    assert recorded["source_options"] == {"pango": {"hover": True}} and recorded["gzip_level"] == 1
+    assert recorded["source_options"] == {"pango": {"hover": True}} and recorded["libdeflate_level"] == 1
     assert "source" not in recorded and "pango_hover" not in recorded
     assert MIND2WEB.resolve_config(BuildConfig()).options == {
         "viewport_width": 1280,

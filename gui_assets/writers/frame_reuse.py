@@ -2,7 +2,7 @@
 shards when nothing that makes those bytes has changed.
 
 A step's frame bytes are a function of its stored image, the window cut from it, the demo's
-frame size, the eye crop's corner, the codec and its level, and the code that decodes, crops
+frame size, the eye crop's corner, the deflate level, and the code that decodes, crops
 and deflates (the import closure of `gui_assets.writers.frames`). `step_key` hashes exactly
 those. The writer records each published shard's keys (`<work>/frame_index/<shard sha256>.parquet`,
 kept by content like the preview's pictures); the next build of the directory looks a step's
@@ -13,8 +13,7 @@ appended episodes cost the chunks' I/O, not the decode and deflate of every step
 
 A step drawn for the preview takes its pictures back too, from the last build's picture cache
 (they are drawn from the same pixels by the same code, which the key covers); only a step that
-was not drawn before is inflated and drawn. Only the direct-chunk codecs reuse (with h5py's own
-filter the writer never holds the deflated bytes).
+was not drawn before is inflated and drawn.
 """
 
 from __future__ import annotations
@@ -33,7 +32,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from gui_assets.atomic import temp_path
-from gui_assets.config import DIRECT_CODECS, BuildConfig
+from gui_assets.config import BuildConfig
 from gui_assets.layout import OutLayout
 from gui_assets.lineage import version_of
 from gui_assets.writers.preview_frames import PictureCache, StepPictures, frames_dir
@@ -50,7 +49,7 @@ def library_versions() -> dict[str, str]:
     import importlib.metadata as md
 
     out = {}
-    for name in ("h5py", "isal", "imagecodecs", "pillow", "numpy", "pywuffs"):
+    for name in ("h5py", "imagecodecs", "pillow", "numpy", "pywuffs"):
         try:
             out[name] = md.version(name)
         except md.PackageNotFoundError:
@@ -62,10 +61,9 @@ def library_versions() -> dict[str, str]:
 
 
 def frames_version(config: BuildConfig) -> str:
-    """What besides a step's own geometry makes its chunk bytes: the codec, its level, the code
+    """What besides a step's own geometry makes its chunk bytes: the deflate level, the code
     and the libraries."""
-    level = config.isal_level if config.frame_codec == "isal" else config.libdeflate_level
-    return version_of(["gui_assets.writers.frames"], [config.frame_codec, level, library_versions()])
+    return version_of(["gui_assets.writers.frames"], [config.libdeflate_level, library_versions()])
 
 
 def step_key(version: str, sha: str, ext: str, geometry: Sequence[int]) -> bytes:
@@ -142,9 +140,7 @@ class FrameReuse:
 
     @classmethod
     def load(cls, layout: OutLayout, directory: str, config: BuildConfig) -> FrameReuse | None:
-        """None when the codec cannot reuse or nothing was published with an index."""
-        if config.frame_codec not in DIRECT_CODECS:
-            return None
+        """None when nothing was published with an index."""
         try:
             manifest = json.loads(layout.shard_manifest(directory).read_text(encoding="utf-8"))
         except (OSError, ValueError):

@@ -4,7 +4,7 @@ thread pool.
 `plan_episode` settles an episode's geometry without pixels (its causal cursor, eye windows,
 frame size, and the runs of consecutive steps over one stored image, such as a page and its
 SCROLL views, which are decoded once). `FrameEncoder` decodes, crops and deflates those runs on
-threads (Wuffs or libspng, and ISA-L, release the GIL) and hands them back in order, at most a
+threads (Wuffs or libspng, and libdeflate, release the GIL) and hands them back in order, at most a
 window of runs ahead, so memory is bounded by the threads' decoded pages, whatever the shard size.
 """
 
@@ -22,28 +22,21 @@ import numpy as np
 from PIL import Image
 
 from gui_assets.budget import ByteBudget
-from gui_assets.config import DIRECT_CODECS, BuildConfig, usable_cpus
+from gui_assets.config import BuildConfig, usable_cpus
 from gui_assets.cursor import EYE_SIZE, SCREEN_CENTRE, eye_rect, eye_window, next_cursor
+from gui_assets.deflate import zlib_deflater
 from gui_assets.drops import DropReason
 from gui_assets.episode_store import ImageStore
 from gui_assets.images import ImageError, decode_cost, decode_rgb, image_size, window_pixels
 from gui_assets.ir import GuiEpisode
-from gui_assets.stable_isal import isal_compressor
 from gui_assets.writers.frame_reuse import FrameReuse, geometry, step_key
 from gui_assets.writers.preview_frames import StepPictures, pictures
 
 
 def frame_deflater(config: BuildConfig) -> Callable[[bytes | memoryview], bytes]:
-    """The zlib-stream compressor a frame chunk gets under `config`: ISA-L at isal_level for
-    "isal", libdeflate at libdeflate_level for "libdeflate", zlib at gzip_level (what HDF5's
-    filter does) for "gzip". All release the GIL."""
-    if config.frame_codec == "isal":
-        return isal_compressor(config.isal_level)  # the same bytes on every thread (stable_isal)
-    if config.frame_codec == "libdeflate":
-        from imagecodecs import deflate_encode
-
-        return lambda data: deflate_encode(data, level=config.libdeflate_level)
-    return lambda data: zlib.compress(data, config.gzip_level)
+    """The zlib-stream compressor of frame chunks under `config`: libdeflate at libdeflate_level,
+    whose bytes depend on the chunk's bytes and the level alone; it releases the GIL."""
+    return zlib_deflater(config.libdeflate_level)
 
 
 def eye_crop(frame: np.ndarray, x0: int, y0: int) -> np.ndarray:
@@ -131,9 +124,9 @@ def plan_episode(
     return EpisodePlan(ep, (H, W), tuple(cursors), tuple(rects), tuple(native), tuple(runs))
 
 
-# Per step, (agentview, eye_in_hand, pictures): deflated chunks (bytes) for direct writes, or
-# the pixel arrays for h5py's filter; and the preview's pictures of a candidate step, else None.
-StepChunks = tuple[bytes | np.ndarray, bytes | np.ndarray, StepPictures | None]
+# Per step, (agentview, eye_in_hand, pictures): the deflated chunks, written with
+# write_direct_chunk; and the preview's pictures of a candidate step, else None.
+StepChunks = tuple[bytes, bytes, StepPictures | None]
 
 
 class EpisodeChunks:
@@ -178,8 +171,7 @@ class FrameEncoder:
         reuse: FrameReuse | None = None,
     ) -> None:
         self.images = images
-        self.reuse = reuse if config.frame_codec in DIRECT_CODECS else None
-        self.direct = config.frame_codec in DIRECT_CODECS
+        self.reuse = reuse
         self._compress = frame_deflater(config)
         self.threads = threads or usable_cpus()
         self.window = 2 * self.threads + 2
@@ -252,10 +244,7 @@ class FrameEncoder:
                     Image.fromarray(frame).resize((s.out_w, s.out_h), Image.Resampling.BILINEAR)
                 )
             shown = pictures(frame, eye) if s.preview else None
-            if self.direct:
-                out.append((self._deflate(frame), self._deflate(eye), shown))
-            else:
-                out.append((np.ascontiguousarray(frame), np.ascontiguousarray(eye), shown))
+            out.append((self._deflate(frame), self._deflate(eye), shown))
         return out
 
     def episodes(self, plans: Iterable[EpisodePlan]) -> Iterator[tuple[EpisodePlan, EpisodeChunks]]:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import imagecodecs
 import pyarrow as pa
 
 from gui_assets.atomic import TMP_MARK, atomic_write_text, sha256_file, writer_alive
@@ -35,15 +36,9 @@ MANIFEST_FORMAT = 1
 
 def code_version() -> str:
     """The export's modules (import closure) and the libraries that write its bytes."""
-    try:
-        import isal
-
-        isal_version = isal.__version__
-    except ImportError:  # pragma: no cover
-        isal_version = "absent"
     libraries = {
         "pyarrow": pa.__version__,
-        "isal": isal_version,
+        "imagecodecs": imagecodecs.__version__,  # its libdeflate deflates the PNGs
         "deflate_probe": len(deflater(1)(b"x" * 64)),
     }
     return version_of(STAGE_MODULES["lerobot_export"], [MANIFEST_FORMAT, libraries])

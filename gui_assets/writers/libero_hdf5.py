@@ -29,7 +29,7 @@ from typing import Any
 import h5py
 import numpy as np
 
-from gui_assets.config import DIRECT_CODECS, BuildConfig
+from gui_assets.config import BuildConfig
 from gui_assets.cursor import EYE_SIZE, inside
 from gui_assets.drops import DropReason
 from gui_assets.episode_store import ImageStore
@@ -90,10 +90,9 @@ class LiberoShardWriter:
         self.directory = directory
         self.source = source
         self.config = config
-        self.direct = config.frame_codec in DIRECT_CODECS
-        # Direct chunks are filed by step key (frame_reuse), so the next build can take them back.
-        self.reuse = reuse if self.direct else None
-        self._frames_version = (reuse.version if reuse else frames_version(config)) if self.direct else ""
+        # Chunks are filed by step key (frame_reuse), so the next build can take them back.
+        self.reuse = reuse
+        self._frames_version = reuse.version if reuse else frames_version(config)
         self._index_rows: list[tuple[bytes, str, int]] = []
         self.stats = BuildStats()
         folder.mkdir(parents=True, exist_ok=True)
@@ -151,9 +150,8 @@ class LiberoShardWriter:
         path = Path(f.filename)
         f.close()
         self._file = None
-        if self.direct:
-            write_index(index_file(path), self._index_rows)
-            self._index_rows = []
+        write_index(index_file(path), self._index_rows)
+        self._index_rows = []
         if self._pictures is not None:
             self._pictures.close()
             self._pictures = None
@@ -195,9 +193,8 @@ class LiberoShardWriter:
         grown = self._current_bytes() - before
         if self._pictures is not None:
             self._pictures.add_demo(name, shown)
-        if self.direct:
-            keys = plan_keys(self._frames_version, plan.runs)
-            self._index_rows += [(key, name, t) for t, key in enumerate(keys)]
+        keys = plan_keys(self._frames_version, plan.runs)
+        self._index_rows += [(key, name, t) for t, key in enumerate(keys)]
         self._demos += 1
         self._steps += len(episode.steps)
         written = self.stats.steps + len(episode.steps)
@@ -213,8 +210,10 @@ class LiberoShardWriter:
             shape=shape,
             dtype=np.uint8,
             chunks=(1, *shape[1:]),  # one frame per chunk: a random frame read inflates one chunk
+            # The chunks come deflated (write_direct_chunk); the filter's recorded level is
+            # zlib's nearest to libdeflate's, for a reader that appends through h5py.
             compression="gzip",
-            compression_opts=self.config.gzip_level,
+            compression_opts=min(self.config.libdeflate_level, 9),
         )
 
     def _write_demo(
@@ -240,12 +239,8 @@ class LiberoShardWriter:
         for t, (frame, crop, pictures) in enumerate(chunks):
             if pictures is not None:
                 shown.append((t, pictures))
-            if self.direct:
-                agentview.id.write_direct_chunk((t, 0, 0, 0), frame)
-                eye.id.write_direct_chunk((t, 0, 0, 0), crop)
-            else:
-                agentview[t] = frame
-                eye[t] = crop
+            agentview.id.write_direct_chunk((t, 0, 0, 0), frame)
+            eye.id.write_direct_chunk((t, 0, 0, 0), crop)
         if t != T - 1:
             raise RuntimeError(f"{ep.episode_id}: {t + 1} frames for {T} steps")
         pointer_steps, hits = self._fill_arrays(arrays, plan)

@@ -3,26 +3,20 @@
 Every row gets PNG's "Up" filter (the byte above subtracted, modulo 256): screenshots are mostly
 flat colour and repeated rows, which Up turns into runs of zeros that deflate to almost nothing.
 One filter for the whole image is a numpy subtraction instead of Pillow's per-row adaptive choice,
-and ISA-L deflates several times faster than zlib; both release the GIL, so frames encode on
-threads. Any PNG decoder reads the result back to the same pixels.
+and libdeflate (gui_assets.deflate) deflates faster than zlib, with bytes that depend on the
+pixels and the level alone; both release the GIL, so frames encode on threads. Any PNG decoder
+reads the result back to the same pixels.
 """
 
 from __future__ import annotations
 
 import struct
-import zlib
 from collections.abc import Callable
 
 import numpy as np
+from imagecodecs import deflate_crc32 as _crc32  # libdeflate's: zlib's checksum, ~10x faster
 
-from gui_assets.stable_isal import isal_compressor
-
-try:  # ISA-L: deflate and CRC-32 several times faster than zlib, same streams
-    from isal.isal_zlib import compress as _isal_compress
-    from isal.isal_zlib import crc32 as _crc32
-except ImportError:  # pragma: no cover - zlib writes the same format, slower
-    _isal_compress = None
-    from zlib import crc32 as _crc32
+from gui_assets.deflate import zlib_deflater
 
 SIGNATURE = b"\x89PNG\r\n\x1a\n"
 _UP = 2
@@ -34,15 +28,13 @@ def _chunk(kind: bytes, body: bytes | memoryview) -> bytes:
     return struct.pack(">I", len(body)) + kind + bytes(body) + struct.pack(">I", crc)
 
 
-def deflater(level: int) -> Callable[[memoryview], bytes]:
-    """ISA-L at `level` (0-3) when installed, else zlib at a level of about its ratio."""
-    if _isal_compress is not None:
-        return isal_compressor(level)  # the same bytes on every thread (see stable_isal)
-    return lambda data: zlib.compress(data, min(9, 2 * level + 1))  # pragma: no cover
+def deflater(level: int) -> Callable[[bytes | memoryview], bytes]:
+    """The IDAT compressor: libdeflate at `level` (1-12)."""
+    return zlib_deflater(level)
 
 
 def encode_rgb(frame: np.ndarray, level: int = 1) -> bytes:
-    """PNG bytes of an (H, W, 3) uint8 frame, lossless."""
+    """PNG bytes of an (H, W, 3) uint8 frame, lossless; `level` is libdeflate's (1-12)."""
     if frame.dtype != np.uint8 or frame.ndim != 3 or frame.shape[2] != 3:
         raise ValueError(f"an RGB uint8 frame is needed, not {frame.dtype} {frame.shape}")
     h, w, _ = frame.shape

@@ -90,7 +90,7 @@ def _data_versions(result: dg.ExecuteInProcessResult) -> dict[str, str]:
 
 def test_a_byte_changing_knob_changes_the_shards_data_version(tmp_path, demo_mirror):
     a = _data_versions(run(tmp_path / "a", "test_domain", demo_mirror))
-    b = _data_versions(run(tmp_path / "b", "test_domain", demo_mirror, gzip_level=1))
+    b = _data_versions(run(tmp_path / "b", "test_domain", demo_mirror, libdeflate_level=1))
     assert a["mind2web_episodes"] == b["mind2web_episodes"]
     assert a["mind2web_shards"] != b["mind2web_shards"]
 

@@ -42,14 +42,14 @@ def test_the_default_resource_gives_the_default_config():
 
 
 def test_typed_values_reach_the_config_in_its_own_units():
-    config = BuildSettings(shard_cap_mb=2.5, agentview_hw=[64, 96], gzip_level=1).config()
-    assert (config.shard_cap_bytes, config.agentview_hw, config.gzip_level) == (2_500_000, (64, 96), 1)
+    config = BuildSettings(shard_cap_mb=2.5, agentview_hw=[64, 96], libdeflate_level=1).config()
+    assert (config.shard_cap_bytes, config.agentview_hw, config.libdeflate_level) == (2_500_000, (64, 96), 1)
 
 
 @pytest.mark.parametrize(
     ("build", "message"),
     [
-        ({"gzip_level": 12}, "resources.build.config: gzip_level must be 0..9"),
+        ({"libdeflate_level": 13}, "resources.build.config: libdeflate_level must be 1..12"),
         (
             {"source_options": {"mind2web": {"scroll_step_fraction": 1.5}}},
             "resources.build.config: mind2web option scroll_step_fraction must be in (0, 1], not 1.5",

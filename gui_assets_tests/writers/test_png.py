@@ -19,7 +19,7 @@ def _pil_png(mode: str, size: tuple[int, int] = (7, 5)) -> bytes:
 
 
 @pytest.mark.parametrize("hw", [(1, 1), (5, 7), (64, 33), (300, 517)])
-@pytest.mark.parametrize("level", [0, 1, 3])
+@pytest.mark.parametrize("level", [1, 6, 12])
 def test_encoded_frames_decode_to_the_same_pixels(hw, level):
     rng = np.random.default_rng(hw[0] * 1000 + hw[1])
     noise = rng.integers(0, 256, (*hw, 3), dtype=np.uint8)
