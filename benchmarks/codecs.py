@@ -101,7 +101,7 @@ def measure_writer(config: BuildConfig, steps: int, work: Path) -> dict[str, Any
     from gui_assets.writers.libero_hdf5 import LiberoShardWriter
 
     store = ImageStore(work / "images")
-    ref = SourceRef("bench", "held-out", "frames")
+    ref = SourceRef("bench", "frames")
     episodes = []
     for e in range(0, steps, 10):
         ep_steps = []

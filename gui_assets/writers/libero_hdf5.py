@@ -33,7 +33,6 @@ from gui_assets.config import DIRECT_CODECS, BuildConfig
 from gui_assets.cursor import EYE_SIZE, inside
 from gui_assets.drops import DropReason
 from gui_assets.episode_store import ImageStore
-from gui_assets.frame_reuse import FrameReuse, frames_version, index_file, plan_keys, write_index
 from gui_assets.images import ImageError
 from gui_assets.ir import ACTION_TYPE_NAMES, PARAM_NAMES, POINTER_TYPES, ActionType, GuiEpisode
 from gui_assets.shard_records import Piece
@@ -83,7 +82,6 @@ class LiberoShardWriter:
         *,
         name_of: Callable[[int], str] | None = None,
         preview_steps: dict[str, list[int]] | None = None,
-        reuse: FrameReuse | None = None,
     ) -> None:
         self.folder = folder
         self.name_of = name_of or (lambda i: f"piece_{i:04d}.hdf5")
@@ -91,10 +89,6 @@ class LiberoShardWriter:
         self.source = source
         self.config = config
         self.direct = config.frame_codec in DIRECT_CODECS
-        # Direct chunks are filed by step key (frame_reuse), so the next build can take them back.
-        self.reuse = reuse if self.direct else None
-        self._frames_version = (reuse.version if reuse else frames_version(config)) if self.direct else ""
-        self._index_rows: list[tuple[bytes, str, int]] = []
         self.stats = BuildStats()
         folder.mkdir(parents=True, exist_ok=True)
         self._file: h5py.File | None = None
@@ -151,9 +145,6 @@ class LiberoShardWriter:
         path = Path(f.filename)
         f.close()
         self._file = None
-        if self.direct:
-            write_index(index_file(path), self._index_rows)
-            self._index_rows = []
         if self._pictures is not None:
             self._pictures.close()
             self._pictures = None
@@ -195,9 +186,6 @@ class LiberoShardWriter:
         grown = self._current_bytes() - before
         if self._pictures is not None:
             self._pictures.add_demo(name, shown)
-        if self.direct:
-            keys = plan_keys(self._frames_version, plan.runs)
-            self._index_rows += [(key, name, t) for t, key in enumerate(keys)]
         self._demos += 1
         self._steps += len(episode.steps)
         written = self.stats.steps + len(episode.steps)
@@ -310,7 +298,7 @@ class LiberoShardWriter:
         self, episodes: Iterable[GuiEpisode], images: ImageStore, threads: int | None = None
     ) -> list[bool]:
         """add_episode for each episode, with frames encoded ahead on a thread pool."""
-        with FrameEncoder(images, self.config, threads, self.reuse) as encoder:
+        with FrameEncoder(images, self.config, threads) as encoder:
             return [
                 self.add_episode(plan, chunks)
                 for plan, chunks in encoder.episodes(
