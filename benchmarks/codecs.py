@@ -112,7 +112,7 @@ def _writer_input(steps: int, work: Path) -> tuple[list[Any], Any]:
     from gui_assets.ir import POINT_MASK, ActionType, GuiEpisode, GuiStep, Observation, SourceRef
 
     store = ImageStore(work / "images")
-    ref = SourceRef("bench", "held-out", "frames")
+    ref = SourceRef("bench", "frames")
     episodes = []
     for e in range(0, steps, 10):
         ep_steps = []

@@ -14,7 +14,7 @@ of the chain runs as its own CLI command (`dagster asset materialize -m gui_asse
   - the seconds of the asset's own steps and of its checks' steps, from the command's log.
 With --rebuild N, the N-step partition is built, then rebuilt after a one-row edit of one
 upstream file and then after a new file of 5% more steps, each compared with a build of the same inputs from
-scratch and reported with what the shard stage wrote, linked and revised (shards.json); with
+scratch and reported with what the shard stage wrote and linked (shards.json); with
 --realistic that partition has the throughput benchmark's realistic screenshots, whose decoding
 is what a first build mostly spends.
 With --celery N, the N-step build runs once more with GUI_ASSETS_EXECUTOR=celery on two

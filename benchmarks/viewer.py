@@ -62,7 +62,7 @@ def build_shard(work: Path) -> Path:
     shutil.rmtree(out, ignore_errors=True)
     store = ImageStore(work / "images")
     shas = [store.put(screenshot(i, WIDTH, HEIGHT)[0], "png") for i in range(PAGES)]
-    ref = SourceRef("bench/viewer", "local", "frames")
+    ref = SourceRef("bench/viewer", "frames")
     writer = LiberoShardWriter(out, "bench", "bench", BuildConfig())
 
     def episodes():

@@ -47,7 +47,6 @@ EPISODE_SCHEMA = pa.schema(
         ("source_ref", pa.string()),  # JSON, see GuiEpisode.source_ref_json
         ("content_hash", pa.string()),
         ("record_hash", pa.string()),  # everything stored of the episode (record_hash below)
-        ("unrevised_hash", pa.string()),  # the same but for the upstream revision (unrevised_hash)
     ]
 )
 
@@ -69,7 +68,6 @@ STEP_SCHEMA = pa.schema(
         ("scroll_x", pa.float64()),
         ("scroll_y", pa.float64()),
         ("ref_repo_id", pa.string()),
-        ("ref_revision", pa.string()),
         ("ref_file", pa.string()),
         ("ref_row", pa.int64()),
         ("ref_member", pa.string()),
@@ -197,19 +195,6 @@ def record_hash(episode_row: dict[str, Any], step_rows: list[dict[str, Any]]) ->
     return h.hexdigest()
 
 
-def unrevised_hash(episode_row: dict[str, Any], step_rows: list[dict[str, Any]]) -> str:
-    """`record_hash` with the upstream revisions left out (the values of `source_ref`'s
-    `revisions` too, its files kept). Two episodes with equal unrevised hashes are written to the
-    same shard bytes but for the revisions inside `source_ref` (gui_assets.revision_patch relies
-    on it, for a unit whose demos name one revision)."""
-    ref = json.loads(episode_row["source_ref"])
-    ref["revision"] = ""
-    if "revisions" in ref:
-        ref["revisions"] = dict.fromkeys(ref["revisions"], "")
-    row = {**episode_row, "source_ref": json.dumps(ref, sort_keys=True, ensure_ascii=False)}
-    return record_hash(row, [{**s, "ref_revision": ""} for s in step_rows])
-
-
 def _step_row(episode_id: str, index: int, s: GuiStep) -> dict[str, Any]:
     o = s.observation
     return {
@@ -229,7 +214,6 @@ def _step_row(episode_id: str, index: int, s: GuiStep) -> dict[str, Any]:
         "scroll_x": s.scroll[0],
         "scroll_y": s.scroll[1],
         "ref_repo_id": s.ref.repo_id,
-        "ref_revision": s.ref.revision,
         "ref_file": s.ref.file,
         "ref_row": s.ref.row,
         "ref_member": s.ref.member,
@@ -271,7 +255,7 @@ class EpisodeWriter:
             "content_hash": episode_content_hash(episode),
         }
         steps = [_step_row(episode.episode_id, i, s) for i, s in enumerate(episode.steps)]
-        row["record_hash"], row["unrevised_hash"] = record_hash(row, steps), unrevised_hash(row, steps)
+        row["record_hash"] = record_hash(row, steps)
         self._episode_rows.append(row)
         self._step_rows.extend(steps)
         # Both tables flush together, so the window is one row group of steps (or of episodes,
@@ -346,7 +330,7 @@ def _steps_from_rows(rows: list[dict[str, Any]]) -> list[GuiStep]:
             desc=r["desc"],
             observation=observation_of(r),
             scroll=(r["scroll_x"], r["scroll_y"]),
-            ref=SourceRef(r["ref_repo_id"], r["ref_revision"], r["ref_file"], r["ref_row"], r["ref_member"]),
+            ref=SourceRef(r["ref_repo_id"], r["ref_file"], r["ref_row"], r["ref_member"]),
             thought=r["thought"],
             obs_stale=r["obs_stale"],
             ungrounded_reason=r["ungrounded_reason"],

@@ -79,10 +79,11 @@ def storable_text(value: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class SourceRef:
-    """Where a record came from upstream: enough to find the raw bytes again."""
+    """Where a record came from upstream: enough to find the raw bytes again. The file's revision
+    is not here but in dataset_info.json (each upstream file with its own), so a record's bytes
+    never depend on edits elsewhere in its file."""
 
     repo_id: str
-    revision: str
     file: str
     row: int | None = None
     member: str | None = None
@@ -93,7 +94,7 @@ class SourceRef:
             object.__setattr__(self, "member", storable_text(str(self.member)))
 
     def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"repo_id": self.repo_id, "revision": self.revision, "file": self.file}
+        d: dict[str, Any] = {"repo_id": self.repo_id, "file": self.file}
         if self.row is not None:
             d["row"] = self.row
         if self.member is not None:
@@ -169,16 +170,9 @@ class GuiEpisode:
         self.attrs = {storable_text(str(k)): storable_text(str(v)) for k, v in self.attrs.items()}
 
     def source_ref_json(self) -> str:
-        """The demo-level source_ref: the first step's ref plus every step's (file, row/member).
-        Its revision is that of the first step's file; a demo read from files of several
-        revisions also maps each file to its own (`revisions`)."""
-        first = self.steps[0].ref
-        d = first.to_dict()
-        rows = [[s.ref.file, s.ref.row if s.ref.row is not None else s.ref.member] for s in self.steps]
-        d["steps"] = rows
-        revisions = {s.ref.file: s.ref.revision for s in self.steps}
-        if len(set(revisions.values())) > 1:
-            d["revisions"] = dict(sorted(revisions.items()))
+        """The demo-level source_ref: the first step's ref plus every step's (file, row/member)."""
+        d = self.steps[0].ref.to_dict()
+        d["steps"] = [[s.ref.file, s.ref.row if s.ref.row is not None else s.ref.member] for s in self.steps]
         return json.dumps(d, sort_keys=True, ensure_ascii=False)
 
 

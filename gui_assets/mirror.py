@@ -6,10 +6,10 @@ its size and sha256 and the revision it came from: record-level lineage starts h
 the revision is the resolved commit; a mirror's revision is its content (`mirror-` and the
 partition's version below), so two builds from different mirror states never share a revision,
 and the commit `hf download --local-dir` left in its metadata, when there is one, is kept beside
-it as `downloaded_at`. Each entry also has a revision of its own, which records read from it name
-in their `source_ref`: on the hub the last commit that changed the file, in a mirror the digest
-of that entry alone. An edit of one file then leaves the references into the others, and the
-shards holding only those, as they were.
+it as `downloaded_at`. Each entry also has a revision of its own, listed with it in
+dataset_info.json: on the hub the last commit that changed the file, in a mirror the digest of
+that entry alone. Records name only the repo, file and row or member (`source_ref`), so an edit
+of one file changes the revision of that file alone and no other episode's bytes.
 
 A pattern ending in "/" names a folder recorded as ONE entry (its file count, total size and a
 sha256 over its files' names and hashes): an extracted folder of 80k screenshots stays one line.
@@ -62,7 +62,7 @@ class RawFile:
     sha256: str
     files: int = 1  # more than one for a folder entry
     oid: str = ""  # the upstream's own id of the content (LFS sha256, git blob id); sha256 if unset
-    revision: str = ""  # the file's own revision (see RawPartition.revision_of); "" if unknown
+    revision: str = ""  # the file's own revision: the hub's last commit to it, a mirror's digest
 
     @property
     def content_id(self) -> str:
@@ -168,9 +168,6 @@ class RawPartition:
     remote: list[RawFile] = field(default_factory=list)  # fetched URL copies; path = the URL
     refused: dict[str, str] = field(default_factory=dict)  # URL -> why it has no copy
     downloaded_at: str = ""  # mirror mode: the commit `hf download` recorded, if it left metadata
-    # revision_of's index of `files`, and the list it was built from (rebuilt when replaced)
-    _by_path: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
-    _indexed: list[RawFile] | None = field(default=None, repr=False, compare=False)
 
     @property
     def version(self) -> str:
@@ -181,22 +178,6 @@ class RawPartition:
     def file_count(self) -> int:
         """Upstream files in the partition (a folder entry counts its files)."""
         return sum(f.files for f in self.files)
-
-    def revision_of(self, path: str) -> str:
-        """The revision a record read from `path` names in its `source_ref`: the revision of that
-        file alone (of the folder entry holding it), so an edit of one upstream file leaves the
-        references into every other file as they were. A file without its own revision (a URL
-        copy) names the partition's revision, which holds it too. Adapters ask once a record:
-        the entries are indexed on the first call."""
-        if self._indexed is not self.files or len(self._by_path) != len(self.files):
-            self._by_path = {f.path: f.revision or self.revision for f in self.files}
-            self._indexed = self.files
-        if (found := self._by_path.get(path)) is not None:
-            return found
-        for f in self.files:  # a member of a folder entry
-            if f.path.endswith("/") and path.startswith(f.path):
-                return f.revision or self.revision
-        return self.revision
 
     def find(self, pattern: str) -> list[RawFile]:
         """The manifest entries whose repo path matches a glob."""
@@ -263,6 +244,7 @@ class RawPartition:
                     "size": f.size,
                     "sha256": f.sha256,
                     **({"files": f.files} if f.files != 1 else {}),
+                    "revision": f.revision or self.revision,
                 }
                 for f in self.files
             ],

@@ -108,9 +108,8 @@ class Piece:
 
 
 # How a unit came by its pieces (UnitResult.how).
-WRITTEN = "written"  # written by the shard writer (some frames may be taken from the last build)
+WRITTEN = "written"  # written by the shard writer
 LINKED = "linked"  # nothing it depends on changed: the published shards linked back
-REVISED = "revised"  # only the upstream revision changed: the published shards copied with the new one
 
 
 @dataclass(slots=True)
@@ -121,12 +120,9 @@ class UnitResult:
     part: str
     pieces: list[Piece]
     stats: BuildStats
-    key: str = ""  # unit_reuse.UnitKeys.exact: what the pieces are a function of
-    unrevised_key: str = ""  # the same with the upstream revision left out
-    revision: str | None = None  # the one upstream revision its demos record
+    key: str = ""  # unit_reuse.unit_key: what the pieces are a function of
     how: str = WRITTEN
     bytes_written: int = 0
-    frames_reused: int = 0  # steps whose chunks the writer took from the last build
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -135,11 +131,8 @@ class UnitResult:
             "pieces": [p.to_dict() for p in self.pieces],
             "stats": self.stats.to_dict(),
             "key": self.key,
-            "unrevised_key": self.unrevised_key,
-            "revision": self.revision,
             "how": self.how,
             "bytes_written": self.bytes_written,
-            "frames_reused": self.frames_reused,
         }
 
     @classmethod
@@ -151,21 +144,16 @@ class UnitResult:
             pieces,
             BuildStats.from_dict(d["stats"]),
             d.get("key", ""),
-            d.get("unrevised_key", ""),
-            d.get("revision"),
             d.get("how", WRITTEN),
             d.get("bytes_written", 0),
-            d.get("frames_reused", 0),
         )
 
 
 def reuse_summary(results: list[UnitResult]) -> dict[str, int]:
-    """What a build of a directory wrote and what it took from the last one."""
+    """What a build of a directory wrote and what it linked back from the last one."""
     return {
         "units_written": sum(r.how == WRITTEN for r in results),
         "units_linked": sum(r.how == LINKED for r in results),
-        "units_revised": sum(r.how == REVISED for r in results),
-        "steps_with_frames_reused": sum(r.frames_reused for r in results),
         "bytes_written": sum(r.bytes_written for r in results),
     }
 

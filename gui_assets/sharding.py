@@ -43,7 +43,6 @@ from gui_assets.images import ImageError, decode_cost, decode_rgb, image_size, w
 from gui_assets.layout import OutLayout, ShardEntry, shard_name, shard_pattern
 from gui_assets.shard_records import (
     LINKED,
-    REVISED,
     Piece,
     PlannedUnit,
     PublishError,
@@ -54,8 +53,7 @@ from gui_assets.shard_records import (
 )
 from gui_assets.splits import MAIN, VAL
 from gui_assets.stats import BuildStats
-from gui_assets.unit_reuse import UnitKeys, file_results, take_published, unit_keys
-from gui_assets.writers.frame_reuse import FrameReuse, file_index, index_file, keep_only
+from gui_assets.unit_reuse import file_results, take_published, unit_key
 from gui_assets.writers.frames import frame_deflater, frame_size
 from gui_assets.writers.libero_hdf5 import LiberoShardWriter, picture_file
 from gui_assets.writers.preview_frames import (
@@ -266,10 +264,10 @@ def write_unit(
     staging = temp_path(folder)
     shutil.rmtree(staging, ignore_errors=True)
     shown = {e: ts for e, ts in plan.preview_steps.items() if e in wanted}
-    keys = unit_keys(layout, directory, source, config, planned)
-    result = take_published(layout, directory, keys, planned, staging)
+    key = unit_key(layout, directory, source, config, planned)
+    result = take_published(layout, directory, key, planned, staging)
     if result is None:
-        result = _write_pieces(layout, directory, source, config, planned, keys, shown, staging, threads)
+        result = _write_pieces(layout, directory, source, config, planned, key, shown, staging, threads)
     if hash_pieces:
         todo = [p for p in result.pieces if p.sha256 is None]
         for piece, sha in zip(todo, sha256_files([staging / p.file for p in todo]), strict=True):
@@ -281,8 +279,6 @@ def write_unit(
     took = f"({time.perf_counter() - started:.1f} s)"
     if result.how == LINKED:
         log.info(f"{directory} {unit}: unchanged, {shards} linked back {took}")
-    elif result.how == REVISED:
-        log.info(f"{directory} {unit}: only the upstream revision changed, {shards} copied with it {took}")
     else:
         pieces = _count(len(result.pieces), "piece")
         written = f"{_count(result.stats.episodes_out, 'episode')}, {result.bytes_written / 1e6:.1f} MB"
@@ -296,14 +292,13 @@ def _write_pieces(
     source: str,
     config: BuildConfig,
     planned: PlannedUnit,
-    keys: UnitKeys,
+    key: str,
     shown: dict[str, list[int]],
     staging: Path,
     threads: int | None,
 ) -> UnitResult:
-    """The unit written by the shard writer, taking back the frames of unchanged steps."""
-    reuse = FrameReuse.load(layout, directory, config)
-    writer = LiberoShardWriter(staging, directory, source, config, preview_steps=shown, reuse=reuse)
+    """The unit written by the shard writer."""
+    writer = LiberoShardWriter(staging, directory, source, config, preview_steps=shown)
     episodes = iter_episodes(layout.episodes(directory), only=set(planned.episodes))
     try:
         writer.write_episodes(episodes, ImageStore(layout.image_store), threads)
@@ -311,16 +306,9 @@ def _write_pieces(
     except BaseException:
         writer.abort()
         raise
-    finally:
-        if reuse is not None:
-            reuse.close()
-    reused = 0 if reuse is None else reuse.reused
-    if reuse is not None:
-        log.info(f"{directory} {planned.name}: {_count(reused, 'step')} of frames taken from the last build")
     return UnitResult(
-        planned.name, planned.part, pieces, writer.stats, keys.exact, keys.unrevised, keys.revision,
-        bytes_written=sum(p.bytes for p in pieces), frames_reused=reused,
-    )  # fmt: skip
+        planned.name, planned.part, pieces, writer.stats, key, bytes_written=sum(p.bytes for p in pieces)
+    )
 
 
 def _unit_results(layout: OutLayout, directory: str, plan: ShardPlan) -> list[UnitResult]:
@@ -360,15 +348,12 @@ def publish_shards(layout: OutLayout, directory: str) -> ShardManifest:
         drawn = picture_file(src)
         if drawn.is_file():  # the preview's pictures of this shard, kept by its content
             pictures.put_file(entry.sha256, drawn)
-        keys = index_file(src)
-        if keys.is_file():  # its steps' frame keys, for the next build's reuse, likewise
-            file_index(layout, directory, entry.sha256, keys)
         if src.is_file():
             move_into_place(src, dst)  # the directory may sit on another file system
     _prune(out_dir, directory, {e.file for es in entries.values() for e in es})
-    pictures.keep_only({e.sha256 for es in entries.values() for e in es})
-    keep_only(layout, directory, {e.sha256 for es in entries.values() for e in es})
-    file_results(layout, directory, results, {e.sha256 for es in entries.values() for e in es})
+    published = {e.sha256 for es in entries.values() for e in es}
+    pictures.keep_only(published)
+    file_results(layout, directory, results, published)
     manifest = ShardManifest(entries[MAIN], entries[VAL], stats, len(results), reuse_summary(results))
     atomic_write_text(layout.shard_manifest(directory), json.dumps(manifest.to_dict(), indent=2) + "\n")
     shutil.rmtree(layout.work(directory) / UNITS_DIR, ignore_errors=True)

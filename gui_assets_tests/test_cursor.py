@@ -6,7 +6,7 @@ from gui_assets.cursor import causal_cursor, eye_rect, eye_window
 from gui_assets.ir import NO_MASK, POINT_MASK, SPAN_MASK, ActionType, GuiStep, Observation, SourceRef
 
 OBS = Observation("0" * 64, "png", 0, 0, 100, 100)
-REF = SourceRef("r", "v", "f")
+REF = SourceRef("r", "f")
 
 
 def s(t, params=(0.0, 0.0, 0.0, 0.0), mask=NO_MASK):

@@ -22,7 +22,7 @@ def make_episode(store: ImageStore, eid: str, n: int) -> GuiEpisode:
             "click",
             Observation(sha, "png", 0, 0, 320, 240),
             (0.0, 0.0),
-            SourceRef("r", "v", "f.parquet", row=i),
+            SourceRef("r", "f.parquet", row=i),
         )
         for i in range(n)
     ]

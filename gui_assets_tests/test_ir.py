@@ -19,7 +19,7 @@ from gui_assets.ir import (
 )
 
 OBS = Observation("0" * 64, "png", 0, 0, 10, 10)
-REF = SourceRef("r", "v", "f")
+REF = SourceRef("r", "f")
 
 
 def test_action_type_order_is_the_spec_order():
@@ -95,28 +95,15 @@ def test_the_wheel_gesture_is_the_content_travelling_opposite_to_the_view():
     assert wheel_gesture((0.5, 1.0), (0, -3), (0.05, 0.05)) == (None, "up")
 
 
-def test_a_demo_read_from_files_of_several_revisions_names_each_files_own():
+def test_a_demo_names_its_repo_file_and_rows_and_no_revision():
+    """The file's revision is in dataset_info.json: a demo's bytes never depend on it."""
     import json
 
-    from gui_assets.episode_store import unrevised_hash
     from gui_assets.ir import GuiEpisode
 
-    def episode(rev_a: str, rev_b: str) -> GuiEpisode:
-        steps = [
-            GuiStep(
-                ActionType.PRESS_ENTER, (0, 0, 0, 0), NO_MASK, "", "", OBS, (0, 0), SourceRef("r", rev, f, i)
-            )
-            for i, (f, rev) in enumerate([("a", rev_a), ("b", rev_b)])
-        ]
-        return GuiEpisode("e", "s", "do it", steps)
-
-    one = json.loads(episode("v1", "v1").source_ref_json())
-    assert one["revision"] == "v1" and one["file"] == "a" and "revisions" not in one
-    two = json.loads(episode("v1", "v2").source_ref_json())
-    assert two["revision"] == "v1" and two["revisions"] == {"a": "v1", "b": "v2"}
-
-    def rows(ep: GuiEpisode) -> tuple[dict, list[dict]]:
-        return {"source_ref": ep.source_ref_json()}, [{"ref_revision": s.ref.revision} for s in ep.steps]
-
-    assert unrevised_hash(*rows(episode("v1", "v2"))) == unrevised_hash(*rows(episode("v3", "v4")))
-    assert unrevised_hash(*rows(episode("v1", "v2"))) != unrevised_hash(*rows(episode("v1", "v1")))
+    steps = [
+        GuiStep(ActionType.PRESS_ENTER, (0, 0, 0, 0), NO_MASK, "", "", OBS, (0, 0), SourceRef("o/r", f, i))
+        for i, f in enumerate(["a", "b"])
+    ]
+    ref = json.loads(GuiEpisode("e", "s", "do it", steps).source_ref_json())
+    assert ref == {"repo_id": "o/r", "file": "a", "row": 0, "steps": [["a", 0], ["b", 1]]}

@@ -167,9 +167,8 @@ def test_sigkill_at_random_moments_then_rerun_gives_the_same_dataset(tmp_path):
         found.append(assert_nothing_partial(out))
     # And once exactly mid-shard: a unit's piece is being written after another one finished.
     # The reuse records go first: with them, a rerun after a finished build links its units back
-    # (unit_reuse) or copies their frames (frame_reuse) instead of writing pieces to kill.
-    for records in ("unit_index", "frame_index"):
-        shutil.rmtree(out / "_work" / DIRECTORY / records, ignore_errors=True)
+    # (unit_reuse) instead of writing pieces to kill.
+    shutil.rmtree(out / "_work" / DIRECTORY / "unit_index", ignore_errors=True)
     proc = _cli(out, mirror, home)
     deadline = time.monotonic() + 300
     while proc.poll() is None and time.monotonic() < deadline:

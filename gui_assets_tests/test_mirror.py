@@ -24,6 +24,11 @@ from gui_assets_tests.hub_server import LocalHub
 TOKEN = "hf_testtoken_do_not_leak_0123456789"
 
 
+def listed_revisions(part: RawPartition) -> dict[str, str]:
+    """Each upstream file's own revision, as dataset_info.json lists it (build.upstream.files)."""
+    return {f["path"]: f["revision"] for f in part.upstream_record()["files"]}
+
+
 def test_mirror_manifest_lists_the_split_with_sizes_and_hashes(demo_mirror):
     part = from_mirror(demo_mirror, REPO, file_patterns("train"))
     assert [f.path for f in part.files] == sorted(f.path for f in part.files)
@@ -52,8 +57,8 @@ def test_a_mirror_revision_is_its_content(tmp_path, demo_mirror):
 
 
 def test_each_mirror_file_has_its_own_revision_and_an_edit_moves_only_its_own(tmp_path, demo_mirror):
-    """Records name their file's revision, so an edit of one file leaves the references into
-    the other as they were; the partition's revision still moves."""
+    """dataset_info.json lists each file with its own revision, so an edit of one file moves
+    that file's revision only; the partition's revision still moves."""
     import shutil
 
     repo = tmp_path / REPO
@@ -63,15 +68,14 @@ def test_each_mirror_file_has_its_own_revision_and_an_edit_moves_only_its_own(tm
     assert first.revision != second.revision and first.revision != before.revision
     for f in before.files:
         assert f.revision == MIRROR_REVISION_PREFIX + partition_version([(f.path, f.size, f.content_id)])
-        assert before.revision_of(f.path) == f.revision
-    assert before.revision_of("data/not-in-the-partition.parquet") == before.revision
+    assert listed_revisions(before) == {first.path: first.revision, second.path: second.revision}
     again = RawPartition.from_dict(json.loads(json.dumps(before.to_dict())))
-    assert [again.revision_of(f.path) for f in before.files] == [first.revision, second.revision]
+    assert listed_revisions(again) == listed_revisions(before)
     edited = repo / first.path
     edited.write_bytes(edited.read_bytes() + b"\0")
     after = from_mirror(tmp_path, REPO, file_patterns("train"))
-    assert after.revision_of(first.path) != first.revision and after.revision != before.revision
-    assert after.revision_of(second.path) == second.revision
+    assert listed_revisions(after)[first.path] != first.revision and after.revision != before.revision
+    assert listed_revisions(after)[second.path] == second.revision
 
 
 def test_a_folder_entry_gives_its_members_one_revision(tmp_path):
@@ -81,9 +85,10 @@ def test_a_folder_entry_gives_its_members_one_revision(tmp_path):
     (repo / "images" / "b.png").write_bytes(b"b")
     (repo / "data.jsonl").write_text("{}\n")
     part = from_mirror(tmp_path, "o/r", ["images/", "data.jsonl"])
-    folder = next(f for f in part.files if f.path == "images/")
-    assert part.revision_of("images/a.png") == part.revision_of("images/b.png") == folder.revision
-    assert part.revision_of("data.jsonl") not in (folder.revision, part.revision)
+    listed = listed_revisions(part)
+    assert set(listed) == {"images/", "data.jsonl"}
+    assert listed["images/"] == next(f for f in part.files if f.path == "images/").revision
+    assert listed["data.jsonl"] not in (listed["images/"], part.revision)
 
 
 def test_hub_records_name_the_commit_that_last_changed_their_file(demo_mirror, tmp_path):
@@ -103,7 +108,7 @@ def test_hub_records_name_the_commit_that_last_changed_their_file(demo_mirror, t
         hub.state.move_to(REPO, "f" * 40, [first])
         after = from_hub(REPO, patterns, endpoint=hub.endpoint, cache_dir=tmp_path / "cache")
         assert after.revision == "f" * 40
-        assert after.revision_of(first) == "f" * 40 and after.revision_of(second) == old
+        assert listed_revisions(after) == {first: "f" * 40, second: old}
 
 
 def test_a_hub_folder_entry_names_the_last_commit_of_any_of_its_files(tmp_path):
@@ -118,7 +123,7 @@ def test_a_hub_folder_entry_names_the_last_commit_of_any_of_its_files(tmp_path):
         hub.state.move_to("o/r", "e" * 40, ["images/a.png"])
         part = from_hub("o/r", ["images/", "data.jsonl"], endpoint=hub.endpoint, cache_dir=tmp_path / "c")
         asked = [r for r in hub.state.requests if "/paths-info/" in r.path]
-    assert part.revision_of("images/b.png") == "e" * 40 and part.revision_of("data.jsonl") == old
+    assert listed_revisions(part) == {"images/": "e" * 40, "data.jsonl": old}
     assert len(asked) == 1  # the partition's own paths, in one request
 
 

@@ -496,6 +496,25 @@ def test_a_broken_rule_is_named(built, tmp_path, case):
     assert finding["message"] and (finding["file"] or finding["demo"])
 
 
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (_set("build.upstream.files.0.revision", DELETE), "has no key revision"),
+        (_set("build.upstream.files.0.sha256", DELETE), "has neither sha256 nor lfs_oid"),
+    ],
+    ids=["no revision", "no hash"],
+)
+def test_an_upstream_file_without_its_revision_or_hash_is_named(built, tmp_path, damage, message):
+    """dataset_info.json lists each upstream file with its size, hash and its own revision."""
+    root = tmp_path / M2W
+    shutil.copytree(built / M2W, root)
+    edit_info(damage)(tmp_path)
+    status, report = run_json(str(root))
+    messages = [f["message"] for t in report["targets"] for f in t["findings"] if f["rule"] == "info.keys"]
+    assert status == 1 and broken_rules(report) == {"info.keys"}, report
+    assert f"build.upstream.files[0] {message}" in messages, messages
+
+
 def test_a_broken_rule_is_printed_with_where_it_broke(built, tmp_path):
     """The text report as a person reads it: rule id, file, demo, step and why; exit status 1."""
     root = tmp_path / M2W

@@ -255,7 +255,7 @@ def episodes(run: AdapterRun) -> Iterator[GuiEpisode]:
         with open(traj_file.local, encoding="utf-8", errors="replace") as fh:
             lines = ((n, line) for n, line in enumerate(fh) if line.strip())
             for line_no, line in run.candidates(lines):
-                ref = SourceRef(raw.repo_id, raw.revision_of(traj_file.path), traj_file.path, row=line_no)
+                ref = SourceRef(raw.repo_id, traj_file.path, row=line_no)
                 try:
                     row = json.loads(line)
                 except (ValueError, RecursionError):
@@ -323,7 +323,7 @@ def _steps(
         if not isinstance(value, dict):
             run.drop(DropReason.MALFORMED_STEP)
             continue
-        step_ref = SourceRef(ref.repo_id, ref.revision, ref.file, row=ref.row, member=f"traj[{pos}]")
+        step_ref = SourceRef(ref.repo_id, ref.file, row=ref.row, member=f"traj[{pos}]")
         try:
             action = parse_action(value.get("code"))  # type: ignore[arg-type]
             obs = _read_image(images, item.get("image"), run)

@@ -204,9 +204,8 @@ def episodes(run: AdapterRun) -> Iterator[GuiEpisode]:
                     f"{raw.repo_id}/{f.path}: not a readable Lite.CUAGym shard ({e})"
                 ) from None
             rows = (rec for batch in batches for rec in batch.to_pylist())
-            revision = raw.revision_of(f.path)
             for row_no, rec in run.candidates(enumerate(rows)):
-                ref = SourceRef(raw.repo_id, revision, f.path, row=row_no)
+                ref = SourceRef(raw.repo_id, f.path, row=row_no)
                 try:
                     content, row = _row(run, rec, ref, split, mirror_root)
                 except Drop as e:
@@ -337,7 +336,7 @@ def _messages(
         thought = thought or " ".join(_text(p.get("text")) for p in parts if p["type"] == "inline_reasoning")
         described = " ".join(_text(p.get("text")) for p in parts if p["type"] == "action_description")
         calls = msg["tool_calls"]
-        msg_ref = SourceRef(ref.repo_id, ref.revision, ref.file, ref.row, f"messages[{m_i}]")
+        msg_ref = SourceRef(ref.repo_id, ref.file, ref.row, f"messages[{m_i}]")
         for call in calls if isinstance(calls, list) else [None]:
             try:
                 _call(run, call, screen, msg_ref, (thought, described), steps)
@@ -383,7 +382,7 @@ def _call(
     first = True
     for a_i, action in enumerate(actions):
         member = f"{ref.member}.tool_calls.{name}.actions[{a_i}]"
-        step_ref = SourceRef(ref.repo_id, ref.revision, ref.file, ref.row, member)
+        step_ref = SourceRef(ref.repo_id, ref.file, ref.row, member)
         try:
             step = _step(action, screen, steps.pointer, step_ref, notes, stale=not first)
         except Drop as e:

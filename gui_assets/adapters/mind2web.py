@@ -448,7 +448,7 @@ class TaskRows:
                 ext,
                 page_w,
                 page_h,
-                SourceRef(raw.repo_id, raw.revision_of(self.files[file_no]), self.files[file_no], row=row),
+                SourceRef(raw.repo_id, self.files[file_no], row=row),
             )
             for _, index, action, text, x, y, ungrounded, sha, ext, page_w, page_h, file_no, row in found
         ]
@@ -464,13 +464,12 @@ def episodes(run: AdapterRun) -> Iterator[GuiEpisode]:
     try:
         for file_no, f in enumerate(raw.files):
             pf = _open(raw, f.local, f.path)
-            revision = raw.revision_of(f.path)
             columns = [c for c in COLUMNS if c in pf.schema_arrow.names]
             row_no = 0
             try:
                 for batch in pf.iter_batches(batch_size=_BATCH_ROWS, columns=columns):
                     for rec in batch.to_pylist():
-                        ref = SourceRef(raw.repo_id, revision, f.path, row=row_no)
+                        ref = SourceRef(raw.repo_id, f.path, row=row_no)
                         row_no += 1
                         if isinstance(rec.get("annotation_id"), str) and rec["annotation_id"]:
                             spill.see(rec["annotation_id"])

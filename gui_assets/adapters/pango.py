@@ -247,9 +247,7 @@ def episodes(run: AdapterRun) -> Iterator[GuiEpisode]:
         attrs.update(pango_id=row_id, duration_ms=duration)
         instruction = str(rec.get("synthetically_generated_instruction") or "")
         thoughts = _thoughts(rec.get("synthetically_generated_thought_metadata"))
-        row = _Row(
-            row_id, instruction, attrs, thoughts, SourceRef(raw.repo_id, raw.revision_of(path), path, row_no)
-        )
+        row = _Row(row_id, instruction, attrs, thoughts, SourceRef(raw.repo_id, path, row_no))
         for session, evs in run.candidates(_sessions(events, run.drop).items() or [("", [])]):
             episode = _episode(run, files, row, session, evs)
             if episode is not None:

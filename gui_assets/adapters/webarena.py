@@ -259,7 +259,7 @@ def _convert(
     if frame.member not in archive.members and frame.member not in archive.refused:
         raise Drop(DropReason.MISSING_SCREENSHOT, frame.member)
     obs: Observation = run.observe(archive.read(frame.member))  # a refused member raises its reason
-    ref = SourceRef(run.raw.repo_id, run.raw.revision_of(path), path, member=f"{call.source}#{call.call_id}")
+    ref = SourceRef(run.raw.repo_id, path, member=f"{call.source}#{call.call_id}")
     canvas = _Canvas(step_builder(obs, ref), _unit(trace.css_size(frame, call), obs.width, obs.height))
     return _MAKERS[call.verb](call, canvas, pointer)
 

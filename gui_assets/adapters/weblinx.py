@@ -324,7 +324,7 @@ def _episode(run: AdapterRun, repo_path: str, demo: _Demo, turns: list[Any]) -> 
         if t.intent == "say":
             continue
         tab = t.tab()
-        ref = SourceRef(raw.repo_id, raw.revision_of(repo_path), repo_path, member=f"replay.json#data[{i}]")
+        ref = SourceRef(raw.repo_id, repo_path, member=f"replay.json#data[{i}]")
         try:
             if t.state.get("screenshot_status") == "broken" and isinstance(t.state.get("screenshot"), str):
                 raise Drop(DropReason.BROKEN_SCREENSHOT)

@@ -51,7 +51,7 @@ def _shards_metadata(spec: SourceSpec, key: str, out: OutLayout, manifest: Shard
         "shards": len(manifest.shards),
         "val_shards": len(manifest.val_shards),
         "units": manifest.units,
-        # What this build wrote and what it took from the last one (unit_reuse, frame_reuse).
+        # What this build wrote and what it linked back from the last one (unit_reuse).
         **manifest.reuse,
         "demos": sum(s.demos for s in shards),
         "steps": sum(s.steps for s in shards),

@@ -106,7 +106,7 @@ def _attrs(ctx: DemoContext, demo: h5py.Group, summary: DemoSummary) -> None:
 def _source_ref_problem(ref: object) -> str:
     if not isinstance(ref, dict):
         return f"source_ref is {short(ref)}, not a JSON object"
-    for key in ("repo_id", "revision", "file"):
+    for key in ("repo_id", "file"):
         if not isinstance(ref.get(key), str) or not ref.get(key):
             return f"source_ref has no {key} (a non-empty string)"
     if ref.get("row") is None and ref.get("member") is None:

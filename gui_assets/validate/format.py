@@ -114,6 +114,8 @@ DEFAULT_SHARD_CAP_BYTES = 500 * 1000 * 1000
 INFO_KEYS = ("directory", "source", "split", "build", "stats", "shards")
 BUILD_KEYS = ("gui_assets_version", "adapter", "config", "upstream")
 UPSTREAM_KEYS = ("repo_id", "revision", "files")
+# An upstream file entry: these, and its content hash as "sha256" or "lfs_oid".
+UPSTREAM_FILE_KEYS = ("path", "size", "revision")
 STATS_KEYS = (
     "episodes_in",
     "episodes_out",

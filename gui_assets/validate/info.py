@@ -17,6 +17,7 @@ from gui_assets.validate.format import (
     INFO_KEYS,
     SHARD_KEYS,
     STATS_KEYS,
+    UPSTREAM_FILE_KEYS,
     UPSTREAM_KEYS,
 )
 from gui_assets.validate.report import Target
@@ -63,6 +64,19 @@ def _missing(target: Target, where: str, value: Any, keys: tuple[str, ...]) -> N
             target.find("info.keys", f"{where} has no key {key}", DATASET_INFO)
 
 
+def _upstream_files(target: Target, upstream: Any) -> None:
+    """Each upstream file names its path, size, content hash and its own revision."""
+    files = upstream.get("files", []) if isinstance(upstream, dict) else []
+    if not isinstance(files, list):
+        target.find("info.keys", f"build.upstream.files is {short(files)}, not a list", DATASET_INFO)
+        return
+    for i, entry in enumerate(files):
+        where = f"build.upstream.files[{i}]"
+        _missing(target, where, entry, UPSTREAM_FILE_KEYS)
+        if isinstance(entry, dict) and "sha256" not in entry and "lfs_oid" not in entry:
+            target.find("info.keys", f"{where} has neither sha256 nor lfs_oid", DATASET_INFO)
+
+
 def _keys(target: Target, info: dict[str, Any]) -> None:
     target.check("info.keys")
     _missing(target, "dataset_info.json", info, INFO_KEYS)
@@ -70,6 +84,7 @@ def _keys(target: Target, info: dict[str, Any]) -> None:
         _missing(target, "build", info["build"], BUILD_KEYS)
         if isinstance(info["build"], dict) and "upstream" in info["build"]:
             _missing(target, "build.upstream", info["build"]["upstream"], UPSTREAM_KEYS)
+            _upstream_files(target, info["build"]["upstream"])
     if "stats" in info:
         _missing(target, "stats", info["stats"], STATS_KEYS)
     for series in ("shards", "val_shards"):

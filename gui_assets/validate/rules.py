@@ -26,7 +26,7 @@ RULES: dict[str, str] = {
     "source_ref with their types",
     "demo.num_samples": "num_samples equals the demo's steps T",
     "demo.identity": "the demo's directory and source attrs name its directory and source",
-    "demo.source_ref": "source_ref is a JSON object with repo_id, revision, file, and row or member",
+    "demo.source_ref": "source_ref is a JSON object with repo_id, file, and row or member",
     "demo.source_ids": "a WebArena demo carries task_id and intent_template_id",
     "demo.datasets": "every required dataset is there with shape (T, ...) and dtype as the table says",
     "demo.optional": "step_thought, obs_stale (0/1) and obs/terminal_rgb (1, H, W, 3), where present, "
@@ -58,8 +58,8 @@ RULES: dict[str, str] = {
     "under eye_rect",
     # dataset_info.json
     "info.read": "dataset_info.json exists and is a JSON object",
-    "info.keys": "dataset_info.json has every required key (top level, build, upstream, stats, "
-    "shard entries)",
+    "info.keys": "dataset_info.json has every required key (top level, build, upstream and its file "
+    "entries, stats, shard entries)",
     "info.identity": "dataset_info.json's directory names its folder",
     "info.shards.listed": "every shard on disk is listed, main shards in shards and `_val_` ones in "
     "val_shards",

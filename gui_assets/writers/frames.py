@@ -11,7 +11,6 @@ window of runs ahead, so memory is bounded by the threads' decoded pages, whatev
 from __future__ import annotations
 
 import itertools
-import zlib
 from collections import Counter, deque
 from collections.abc import Callable, Collection, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -29,7 +28,6 @@ from gui_assets.drops import DropReason
 from gui_assets.episode_store import ImageStore
 from gui_assets.images import ImageError, decode_cost, decode_rgb, image_size, window_pixels
 from gui_assets.ir import GuiEpisode
-from gui_assets.writers.frame_reuse import FrameReuse, geometry, step_key
 from gui_assets.writers.preview_frames import StepPictures, pictures
 
 
@@ -168,10 +166,8 @@ class FrameEncoder:
         images: ImageStore,
         config: BuildConfig,
         threads: int | None = None,
-        reuse: FrameReuse | None = None,
     ) -> None:
         self.images = images
-        self.reuse = reuse
         self._compress = frame_deflater(config)
         self.threads = threads or usable_cpus()
         self.window = 2 * self.threads + 2
@@ -183,11 +179,6 @@ class FrameEncoder:
 
     def _encode(self, ticket: int, run: PixelRun) -> tuple[list[StepChunks] | ImageError, int]:
         """The run's chunks (or why not) and the bytes of budget they still hold."""
-        if self.reuse is not None:
-            keys = [step_key(self.reuse.version, run.sha, run.ext, geometry(s)) for s in run.steps]
-            kept = self.reuse.chunks(keys)
-            if kept is not None:  # the last build's bytes for exactly these steps: no decode, no deflate
-                return self._reused(ticket, run, keys, kept)
         try:
             data = self.images.get(run.sha, run.ext)
             width, height = image_size(data)
@@ -212,27 +203,6 @@ class FrameEncoder:
             return e, 0
         finally:
             self.budget.release(need - held)
-
-    def _reused(
-        self, ticket: int, run: PixelRun, keys: list[bytes], kept: list[tuple[bytes, bytes]]
-    ) -> tuple[list[StepChunks] | ImageError, int]:
-        """Stored chunks as this run's; a preview step's pictures are the last build's, or drawn
-        from its inflated chunks (the same pixels a decode would give, at a fraction of the cost)."""
-        shown_bytes = sum(3 * (s.out_h * s.out_w + EYE_SIZE * EYE_SIZE) for s in run.steps if s.preview)
-        need = sum(len(a) + len(b) for a, b in kept) + shown_bytes
-        if not self.budget.acquire(ticket, need):
-            return ImageError(DropReason.IMAGE_TOO_LARGE, f"{need} B of stored chunks is over the budget"), 0
-        out: list[StepChunks] = []
-        for s, key, (frame, eye) in zip(run.steps, keys, kept, strict=True):
-            shown = self.reuse.pictures(key) if s.preview and self.reuse is not None else None
-            if s.preview and shown is None:
-                pixels = np.frombuffer(zlib.decompress(frame), np.uint8).reshape(s.out_h, s.out_w, 3)
-                crop = np.frombuffer(zlib.decompress(eye), np.uint8).reshape(EYE_SIZE, EYE_SIZE, 3)
-                shown = pictures(pixels, crop)
-            out.append((frame, eye, shown))
-        held = sum(_nbytes(c) for step in out for c in step)
-        self.budget.release(need - held)
-        return out, held
 
     def _crop_all(self, page: np.ndarray, run: PixelRun) -> list[StepChunks]:
         out: list[StepChunks] = []

@@ -37,7 +37,6 @@ from gui_assets.images import ImageError
 from gui_assets.ir import ACTION_TYPE_NAMES, PARAM_NAMES, POINTER_TYPES, ActionType, GuiEpisode
 from gui_assets.shard_records import Piece
 from gui_assets.stats import BuildStats
-from gui_assets.writers.frame_reuse import FrameReuse, frames_version, index_file, plan_keys, write_index
 from gui_assets.writers.frames import EpisodePlan, FrameEncoder, StepChunks, plan_episode
 from gui_assets.writers.preview_frames import PictureFile, StepPictures
 
@@ -83,17 +82,12 @@ class LiberoShardWriter:
         *,
         name_of: Callable[[int], str] | None = None,
         preview_steps: dict[str, list[int]] | None = None,
-        reuse: FrameReuse | None = None,
     ) -> None:
         self.folder = folder
         self.name_of = name_of or (lambda i: f"piece_{i:04d}.hdf5")
         self.directory = directory
         self.source = source
         self.config = config
-        # Chunks are filed by step key (frame_reuse), so the next build can take them back.
-        self.reuse = reuse
-        self._frames_version = reuse.version if reuse else frames_version(config)
-        self._index_rows: list[tuple[bytes, str, int]] = []
         self.stats = BuildStats()
         folder.mkdir(parents=True, exist_ok=True)
         self._file: h5py.File | None = None
@@ -150,8 +144,6 @@ class LiberoShardWriter:
         path = Path(f.filename)
         f.close()
         self._file = None
-        write_index(index_file(path), self._index_rows)
-        self._index_rows = []
         if self._pictures is not None:
             self._pictures.close()
             self._pictures = None
@@ -193,8 +185,6 @@ class LiberoShardWriter:
         grown = self._current_bytes() - before
         if self._pictures is not None:
             self._pictures.add_demo(name, shown)
-        keys = plan_keys(self._frames_version, plan.runs)
-        self._index_rows += [(key, name, t) for t, key in enumerate(keys)]
         self._demos += 1
         self._steps += len(episode.steps)
         written = self.stats.steps + len(episode.steps)
@@ -305,7 +295,7 @@ class LiberoShardWriter:
         self, episodes: Iterable[GuiEpisode], images: ImageStore, threads: int | None = None
     ) -> list[bool]:
         """add_episode for each episode, with frames encoded ahead on a thread pool."""
-        with FrameEncoder(images, self.config, threads, self.reuse) as encoder:
+        with FrameEncoder(images, self.config, threads) as encoder:
             return [
                 self.add_episode(plan, chunks)
                 for plan, chunks in encoder.episodes(

@@ -65,7 +65,7 @@ def test_episode_attrs_and_lineage(write_m2w, tmp_path):
     assert ep.instruction == "Book a flight"
     assert ep.attrs["annotation_id"] == "t1" and ep.attrs["website"] == "site"
     ref = json.loads(ep.source_ref_json())
-    assert ref["repo_id"] == REPO and ref["revision"].startswith("mirror-")
+    assert ref["repo_id"] == REPO and "revision" not in ref  # the file's revision is in dataset_info
     assert ref["file"].startswith("data/train-") and ref["row"] == 0
 
 
@@ -241,7 +241,7 @@ def test_short_and_wide_pages_use_the_real_viewport():
         "png",
         1600,
         700,
-        mind2web.SourceRef(REPO, "r", "f"),
+        mind2web.SourceRef(REPO, "f"),
     )
     (step,) = expand_action(row, CFG, (0.5, 0.5))
     o = step.observation

@@ -52,7 +52,7 @@ def toy_episodes(run: AdapterRun) -> Iterator[GuiEpisode]:
             except Drop as e:
                 run.drop(e.reason)
                 continue
-            ref = SourceRef(run.raw.repo_id, run.raw.revision, lines.path, row=row_no, member=f"steps[{i}]")
+            ref = SourceRef(run.raw.repo_id, lines.path, row=row_no, member=f"steps[{i}]")
             steps.add(step_builder(obs, ref)(ActionType.CLICK, tuple(s["click"]), POINT_MASK))
         episode = run.episode(rec["id"], rec["instruction"], steps, True, {"toy_id": rec["id"]})
         if episode is not None:

@@ -27,7 +27,7 @@ def peak_rss_mb() -> float:
 def main(n: int, steps: int, work: Path, width: int = 1280, height: int = 1080) -> None:
     store = ImageStore(work / "images")
     shas = sorted(p.stem for p in store.root.rglob("*.png"))  # made by the parent, 3 distinct pages
-    ref = SourceRef("r", "v", "f")
+    ref = SourceRef("r", "f")
     writer = LiberoShardWriter(work / f"out{n}", "d", "test", BuildConfig())
     baseline = peak_rss_mb()
 

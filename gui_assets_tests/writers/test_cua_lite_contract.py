@@ -563,7 +563,7 @@ def _episode(store: ImageStore, specs: list[tuple[Any, ...]]) -> GuiEpisode:
     steps = []
     for i, (kind, params, mask, text, extra) in enumerate(specs):
         sha = store.put(page_bytes(320, 240, seed=i + 1), "png")
-        make = step_builder(Observation(sha, "png", 0, 0, 320, 240), SourceRef("t/t", "r", "f", row=i))
+        make = step_builder(Observation(sha, "png", 0, 0, 320, 240), SourceRef("t/t", "f", row=i))
         steps.append(make(kind, params, mask, text, **extra))
     return GuiEpisode("t/ep", "t", "do it", steps)
 
@@ -688,7 +688,7 @@ def _step(
     kind: ActionType, params: tuple[float, ...], mask: tuple[float, ...], text: str = "", desc: str = ""
 ):
     obs = Observation("ab" * 32, "png", 0, 0, 1280, 1080)
-    ref = SourceRef("o/r", "rev", "f.parquet", row=0)
+    ref = SourceRef("o/r", "f.parquet", row=0)
     return step_builder(obs, ref)(kind, params, mask, text, desc=desc)
 
 

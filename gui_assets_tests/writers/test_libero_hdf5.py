@@ -31,7 +31,7 @@ from gui_assets.layout import shard_name
 from gui_assets.writers.libero_hdf5 import DEMO_DATASETS, LiberoShardWriter
 from gui_assets_tests.conftest import page_bytes
 
-REF = SourceRef("org/repo", "abc", "data/x.parquet", row=0)
+REF = SourceRef("org/repo", "data/x.parquet", row=0)
 
 
 def step(

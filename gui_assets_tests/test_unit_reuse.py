@@ -1,8 +1,7 @@
-"""Rebuilds cost what changed: a unit of an untouched upstream file is linked back, a unit whose
-episodes changed only in their file's revision is copied from the last published shards with
-the new one (gui_assets.revision_patch), a step whose frame bytes would come out the same is
-copied from them (gui_assets.writers.frame_reuse), and the result is byte for byte what a build from
-scratch writes, for a one-row edit, an appended file and a codec change (which reuses nothing)."""
+"""Rebuilds cost what changed: a unit whose exact key (gui_assets.unit_reuse) is filed is linked
+back, every other unit is written, and the result is byte for byte what a build from scratch
+writes, for a one-row edit (only the unit holding the edited episode is written: no demo names
+its file's revision), an appended file (new units only) and a codec change (nothing linked)."""
 
 from __future__ import annotations
 
@@ -11,6 +10,7 @@ import json
 import shutil
 from pathlib import Path
 
+import h5py
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -21,7 +21,6 @@ from gui_assets.adapters.mind2web import REPO_ID
 from gui_assets.config import BuildConfig
 from gui_assets.pipeline import RawSettings, build_directory
 from gui_assets.sources import MIND2WEB
-from gui_assets.writers.frame_reuse import FrameReuse
 from gui_assets.writers.preview import write_preview
 
 # About 20 steps a unit (these frames deflate to about 326 KB a step): three 6-step episodes,
@@ -66,6 +65,12 @@ def _shards(out: Path) -> dict[str, str]:
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.glob("*.hdf5"))}
 
 
+def _typed(shard: Path) -> set[str]:
+    """Every action_text in the shard."""
+    with h5py.File(shard, "r") as f:
+        return {t.decode() for d in f["data"].values() for t in d["action_text"][()]}
+
+
 def _preview(out: Path) -> bytes:
     """The published preview: its pictures come from the picture cache (taken back, drawn by
     the shard writer, or drawn from the shards for picks the cache lacks)."""
@@ -77,28 +82,22 @@ def _preview(out: Path) -> bytes:
 
 @pytest.fixture
 def counted(monkeypatch) -> dict[str, int]:
-    """Steps whose chunks were taken back, and units linked back, counted where they happen
-    (not from the log, whose handlers other tests' Dagster runs reconfigure)."""
-    counts = {"steps": 0, "units": 0}
-    chunks, link_back = FrameReuse.chunks, unit_reuse.link_back
-
-    def counting_chunks(self, keys):
-        got = chunks(self, keys)
-        counts["steps"] += len(got) if got is not None else 0
-        return got
+    """Units linked back, counted where they happen (not from the log, whose handlers other
+    tests' Dagster runs reconfigure)."""
+    counts = {"units": 0}
+    link_back = unit_reuse.link_back
 
     def counting_link_back(*args, **kwargs):
         got = link_back(*args, **kwargs)
         counts["units"] += got is not None
         return got
 
-    monkeypatch.setattr(FrameReuse, "chunks", counting_chunks)
     monkeypatch.setattr(unit_reuse, "link_back", counting_link_back)
     return counts
 
 
 @pytest.mark.parametrize("change", ["edited", "grown"])
-def test_a_rebuild_reuses_unchanged_frames_and_writes_what_a_fresh_build_writes(
+def test_a_rebuild_writes_only_changed_units_and_what_a_fresh_build_writes(
     tmp_path, mirrors, change, counted
 ):
     out = tmp_path / "incremental"
@@ -116,17 +115,22 @@ def test_a_rebuild_reuses_unchanged_frames_and_writes_what_a_fresh_build_writes(
     plan = json.loads((out / "_work/mind2web_train/shard_plan.json").read_text())
     units = [len(u["episodes"]) for u in plan["units"]]
     assert units == ([3, 1, 3, 1] if change == "edited" else [3, 1, 3, 1, 2]) and len(shards) == len(units)
-    if change == "edited":  # the edited episode's unit is written, taking its frames back; the
-        # rest of its file is copied with the file's new revision; the other file's units linked
-        assert (reuse["units_written"], reuse["units_revised"], reuse["units_linked"]) == (1, 1, 2)
-        assert reuse["steps_with_frames_reused"] == counted["steps"] > 0
-    else:  # the appended file lands in a new unit; the base build's units are linked back
-        assert (reuse["units_written"], reuse["units_revised"], reuse["units_linked"]) == (1, 0, 4)
-        assert reuse["steps_with_frames_reused"] == counted["steps"] == 0
+    # edited: only the unit holding the edited episode is written, the rest of its file and the
+    # other file linked back; grown: the appended file lands in a new unit, the rest linked back
+    assert reuse == {
+        "units_written": 1,
+        "units_linked": len(units) - 1,
+        "bytes_written": reuse["bytes_written"],
+    }
+    assert counted["units"] == len(units) - 1
     written = [s for s in shards if s["sha256"] not in before.values()]
-    assert reuse["bytes_written"] == sum(s["bytes"] for s in written)
-    leftover = {p.stem for p in (out / "_work/mind2web_train/frame_index").glob("*.parquet")}
-    assert leftover == {e["sha256"] for e in shards}
+    assert len(written) == 1 and reuse["bytes_written"] == written[0]["bytes"]
+    if change == "edited":  # the written unit is the one holding the edited episode
+        assert "an edited query" in _typed(out / "mind2web_train" / written[0]["file"])
+    else:
+        assert shards.index(written[0]) == len(shards) - 1
+    filed = {p.stem for p in (out / "_work/mind2web_train/unit_index").glob("*.json")}
+    assert len(filed) == len(units)  # every published unit, none of the last build's replaced ones
 
 
 def test_a_level_change_reuses_nothing_and_matches_a_fresh_build(tmp_path, mirrors, counted):
@@ -134,7 +138,7 @@ def test_a_level_change_reuses_nothing_and_matches_a_fresh_build(tmp_path, mirro
     build_directory(MIND2WEB, "train", out, RawSettings("mirror", mirrors["base"]), CONFIG)
     other = BuildConfig(shard_cap_bytes=7_500_000, libdeflate_level=1)
     build_directory(MIND2WEB, "train", out, RawSettings("mirror", mirrors["base"]), other)
-    assert counted == {"steps": 0, "units": 0}
+    assert counted == {"units": 0}
     fresh = tmp_path / "fresh"
     build_directory(MIND2WEB, "train", fresh, RawSettings("mirror", mirrors["base"]), other)
     assert _shards(out) == _shards(fresh)
@@ -145,13 +149,7 @@ def test_an_unchanged_rebuild_links_every_unit_back_and_counts_the_same(tmp_path
     first = build_directory(MIND2WEB, "train", out, RawSettings("mirror", mirrors["base"]), CONFIG)
     before = _shards(out)
     again = build_directory(MIND2WEB, "train", out, RawSettings("mirror", mirrors["base"]), CONFIG)
-    assert counted == {"steps": 0, "units": len(before)}  # every unit linked back, no frame read
+    assert counted == {"units": len(before)}  # every unit linked back, no frame read
     assert _shards(out) == before and again.stats == first.stats and again.shards == first.shards
     reuse = json.loads((out / "_work/mind2web_train/shards.json").read_text())["reuse"]
-    assert reuse == {
-        "units_written": 0,
-        "units_linked": len(before),
-        "units_revised": 0,
-        "steps_with_frames_reused": 0,
-        "bytes_written": 0,
-    }
+    assert reuse == {"units_written": 0, "units_linked": len(before), "bytes_written": 0}
