@@ -35,9 +35,14 @@ def test_the_benchmark_reports_the_users_command_and_the_marginal_rate(tmp_path,
     marginal = results["marginal"]
     assert marginal["script"]["extra_steps"] == marginal["users-in_process"]["extra_steps"] == 20
     assert "ratio_to_script" in marginal["users-in_process"]
+    bound = results["bound"]  # decode and deflate alone, twice around the larger command
+    assert bound["frames"] == 40 and len(bound["before_and_after"]) == 2 and bound["steps_per_s"] > 0
+    share = marginal["users-in_process"]["share_of_bound"]
+    assert share == round(marginal["users-in_process"]["steps_per_s"] / bound["steps_per_s"], 3)
     assert json.loads((tmp_path / "results.json").read_text()) == json.loads(json.dumps(results))
     printed = capsys.readouterr().out
     assert "'mind2web*' (in_process) @40" in printed and "marginal script" in printed
+    assert "decode-and-deflate bound" in printed and "of the bound" in printed
 
 
 def test_a_commands_peak_rss_is_its_own_not_its_big_parents():
