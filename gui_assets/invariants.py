@@ -2,8 +2,8 @@
 
     alignment_leakage   the crop does not paint the answer in (target_inside_eye_in_hand_rate),
                         and every frame is the IR's pre-action observation of its step
-    causal_cursor       each eye_rect sits on where the previous action left the pointer and the
-                        eye pixels are the agentview pixels under it
+    causal_cursor       the validator's crop rules: each eye_rect sits on where the previous
+                        action left the pointer and the eye pixels are the agentview pixels under it
     action_mask         the validator's action rules: masks follow the table, masked slots
                         hold 0, coordinates lie in [0, 1], the actions vector agrees
     scroll_histogram    SCROLL desc is the view direction (the inverse of the gesture); the
@@ -21,6 +21,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,7 @@ import numpy as np
 import pyarrow.parquet as pq
 from PIL import Image
 
-from gui_assets.cursor import EYE_SIZE, SCREEN_CENTRE, eye_rect, eye_window, inside, next_cursor
+from gui_assets.cursor import inside
 from gui_assets.episode_store import (
     EPISODES_FILE,
     OBSERVATION_COLUMNS,
@@ -58,8 +59,8 @@ from gui_assets.shard_reader import (
     text,
 )
 from gui_assets.stats import SCROLL_BUCKETS
-from gui_assets.validate.context import DemoContext
-from gui_assets.validate.demos import check_demo_actions
+from gui_assets.validate.context import DemoContext, DemoSummary
+from gui_assets.validate.demos import check_demo_actions, check_demo_geometry, steps_of
 from gui_assets.validate.report import Target
 
 ERROR = "ERROR"
@@ -282,103 +283,62 @@ def _leakage_verdict(rates: _EyeRates, bad: Offenders, figures: dict[str, Any]) 
     return Verdict(True, ERROR, summary, figures)
 
 
-# --- causal cursor -----------------------------------------------------------------------
+# --- the validator's rules: causal cursor, action mask ---------------------------------------
 
 
-def _eye_pixels_match(job: tuple[str, Any, tuple[int, ...], Any, tuple[int, ...], int, int]) -> bool:
-    _, av_chunk, av_shape, eye_chunk, eye_shape, ex, ey = job
-    window = inflate(av_chunk, av_shape)[ey : ey + EYE_SIZE, ex : ex + EYE_SIZE]
-    crop = inflate(eye_chunk, eye_shape)[: window.shape[0], : window.shape[1]]
-    return close_pixels(crop, window)
-
-
-def _cursor_offences(where: str, demo: Any, bad: Offenders) -> int:
-    """Check each step's eye_rect and cursor_states against the causal cursor; returns steps."""
-    types, prm, mask, rect, nhw, cur = (
-        demo[k][:]
-        for k in ("action_type", "action_params", "action_mask", "eye_rect", "native_hw", "obs/cursor_states")
-    )
-    cursor = SCREEN_CENTRE
-    for t in range(len(types)):
-        h, w = int(nhw[t, 0]), int(nhw[t, 1])
-        x0, y0 = eye_window(cursor, w, h)
-        if not np.allclose(rect[t], eye_rect(x0, y0, w, h), atol=1e-5):
-            bad.add("eye_rect not on the causal cursor", f"{where} step {t}")
-        if not np.allclose(cur[t], cursor, atol=1e-5):
-            bad.add("cursor_states not the causal cursor", f"{where} step {t}")
-        cursor = next_cursor(cursor, ActionType(int(types[t])), prm[t], bool(mask[t, 0]))
-    return len(types)
-
-
-def causal_cursor(shards: list[Path], pixel_samples: int = PIXEL_SAMPLES) -> Verdict:
-    """ERROR when an eye_rect is not the clamped window on the causal cursor (step 0: centre),
-    the stored cursor disagrees with it, or the eye pixels are not the agentview pixels under it.
-    Every step's geometry is checked; the pixels of `pixel_samples` steps drawn over the whole
-    partition (steps whose frame was resized are not comparable and are passed over).
-    """
-    bad = Offenders()
-    steps = 0
-    pixels = [0]
-    sample = StepSample(count_steps(shards), pixel_samples)
-
-    def on_result(job: tuple[Any, ...], ok: bool) -> None:
-        pixels[0] += 1
-        if not ok:
-            bad.add("eye pixels are not the agentview pixels under eye_rect", job[0])
-
-    with ThreadedCompare(_eye_pixels_match, on_result) as compare:
-        for where, demo in demos(shards):
-            n = _cursor_offences(where, demo, bad)
-            steps += n
-            av, eye = demo["obs/agentview_rgb"], demo["obs/eye_in_hand_rgb"]
-            H, W = av.shape[1:3]
-            picks = sample.take(n)
-            if not picks:
-                continue
-            rect, nhw = demo["eye_rect"][:], demo["native_hw"][:]
-            for t in picks:
-                if (int(nhw[t, 0]), int(nhw[t, 1])) != (H, W):
-                    continue  # a resized frame: its crop came from native pixels not stored here
-                ex, ey = round(float(rect[t, 0]) * W), round(float(rect[t, 1]) * H)
-                where_t = f"{where} step {t}"
-                compare.add(
-                    (where_t, read_chunk(av, t), av.shape[1:], read_chunk(eye, t), eye.shape[1:], ex, ey)
-                )
-    figures = {
-        "steps": steps,
-        "pixel_samples": pixels[0],
-        "offending_steps": bad.total,
-        "by_kind": dict(bad.counts),
-    }
-    if bad.total:
-        return Verdict(False, ERROR, f"{bad.total} steps break the causal cursor", figures, bad.examples)
-    return Verdict(True, ERROR, f"{steps} eye windows on the causal cursor", figures)
-
-
-# --- action mask -------------------------------------------------------------------------
-
-
-def judged(target: Target, figures: dict[str, Any], passed: str, failed: str) -> Verdict:
-    """The Verdict (ERROR) of rules gui_assets.validate judged into `target`: each finding is an
+def judged(
+    target: Target, figures: dict[str, Any], passed: str, failed: str, severity: str = ERROR
+) -> Verdict:
+    """The Verdict of rules gui_assets.validate judged into `target`: each finding is an
     offence of its rule, counted by rule id; `failed` gets the number of findings."""
     figures = {**figures, "problems": target.total, "by_rule": dict(target.counts)}
     if target.total:
         examples = [f"{f.where()}: {f.rule}: {f.message}" for f in target.findings[:MAX_EXAMPLES]]
-        return Verdict(False, ERROR, failed.format(target.total), figures, examples)
-    return Verdict(True, ERROR, passed, figures)
+        return Verdict(False, severity, failed.format(target.total), figures, examples)
+    return Verdict(True, severity, passed, figures)
+
+
+def _judge_demos(
+    check: str, shards: list[Path], judge: Callable[[DemoContext, h5py.Group], DemoSummary]
+) -> tuple[Target, list[DemoSummary]]:
+    """Run one of the validator's per-demo judges over every demo of the shards."""
+    target = Target(check, ", ".join(p.name for p in shards), "shards")
+    summaries = []
+    for where, demo in demos(shards):
+        file, name = where.split("/", 1)
+        summaries.append(judge(DemoContext(target, file, name, None, None), demo))
+    return target, summaries
+
+
+def causal_cursor(shards: list[Path], pixel_samples: int = PIXEL_SAMPLES) -> Verdict:
+    """ERROR when a step breaks one of the validator's cursor and crop rules (validate.geometry:
+    the cursor is where the previous action left the pointer, step 0 at the centre; eye_rect is the
+    clamped window on it; the eye pixels are the agentview pixels under it), judged by the
+    validator's own functions. Every step's geometry is judged; the pixels of `pixel_samples`
+    steps drawn over the whole partition (a resized frame has no native pixels and is passed over).
+    """
+    sample = StepSample(count_steps(shards), pixel_samples)
+
+    def judge(ctx: DemoContext, demo: h5py.Group) -> DemoSummary:
+        return check_demo_geometry(ctx, demo, set(sample.take(steps_of(demo) or 0)))
+
+    target, summaries = _judge_demos("causal_cursor", shards, judge)
+    steps = sum(s.steps for s in summaries)
+    return judged(
+        target,
+        {"steps": steps, "pixel_samples": target.figures["pixel_steps"]},
+        f"{steps} eye windows on the causal cursor",
+        "{} findings against the causal cursor",
+    )
 
 
 def action_mask(shards: list[Path]) -> Verdict:
     """ERROR when a step breaks one of the validator's action rules (validate.demos.ACTION_RULES:
     type codes, the mask table, masked slots at 0, coordinates in [0, 1], the LIBERO `actions`
     vector), judged by the validator's own functions."""
-    target = Target("action_mask", ", ".join(p.name for p in shards), "shards")
-    steps = ungrounded = 0
-    for where, demo in demos(shards):
-        file, name = where.split("/", 1)
-        summary = check_demo_actions(DemoContext(target, file, name, None, None), demo)
-        steps += summary.steps
-        ungrounded += summary.ungrounded_pointer + summary.ungrounded_type
+    target, summaries = _judge_demos("action_mask", shards, check_demo_actions)
+    steps = sum(s.steps for s in summaries)
+    ungrounded = sum(s.ungrounded_pointer + s.ungrounded_type for s in summaries)
     return judged(
         target,
         {"steps": steps, "ungrounded_steps": ungrounded},

@@ -156,8 +156,8 @@ def test_an_eye_rect_following_the_current_action_breaks_the_causal_cursor(build
         rect[0] = [0.0, 0.0, 128 / 1280, 128 / 1080]
         demo["eye_rect"][...] = rect
     v = invariants.causal_cursor(shards(build))
-    assert not v.passed and v.figures["by_kind"]["eye_rect not on the causal cursor"] >= 2
-    assert v.examples[0].startswith("mind2web_train_0000.hdf5/demo_0 step 0")
+    assert not v.passed and v.figures["by_rule"]["demo.eye_rect.centre"] >= 2
+    assert v.examples[0].startswith("mind2web_train_0000.hdf5 demo_0 step 0")
 
 
 def test_eye_pixels_from_elsewhere_break_the_causal_cursor(build):
@@ -166,7 +166,7 @@ def test_eye_pixels_from_elsewhere_break_the_causal_cursor(build):
         demo["obs/eye_in_hand_rgb"][0] = 255 - demo["obs/eye_in_hand_rgb"][0]
     v = invariants.causal_cursor(shards(build))
     assert not v.passed
-    assert v.figures["by_kind"] == {"eye pixels are not the agentview pixels under eye_rect": 1}
+    assert v.figures["by_rule"] == {"demo.eye_in_hand.pixels": 1}
 
 
 # --- action mask ---------------------------------------------------------------------------
@@ -404,8 +404,8 @@ def test_the_pixel_checks_read_a_fixed_sample_at_any_size(build, monkeypatch):
         assert leak.passed and cursor.passed, (leak.summary, cursor.summary)
         figures[n] = (leak.figures["frames_checked"], cursor.figures["pixel_samples"], len(reads))
         assert cursor.figures["steps"] == shard_reader.count_steps(big)  # geometry: every step
-    # the same pixel work at 4x and 16x: 64 frames for the leak check, 64 steps (2 chunks each) for the cursor
-    assert figures[4] == figures[16] == (64, 64, 64 + 2 * 64)
+    # the same pixel work at 4x and 16x: 64 frames (one chunk each) for the leak check, 64 cursor steps
+    assert figures[4] == figures[16] == (64, 64, 64)
 
 
 def test_a_sample_is_spread_and_repeatable():
@@ -434,9 +434,10 @@ def test_a_shift_in_every_demo_of_a_large_partition_is_caught_by_the_sample(buil
 def test_one_bad_eye_rect_anywhere_in_a_large_partition_is_found(build):
     big = _copies(build, 8)
     with h5py.File(big[-1], "r+") as f:
-        demo = f["data"][sorted(f["data"], key=lambda k: int(k[5:]))[-1]]
-        rect = demo["eye_rect"][:]
+        name = sorted(f["data"], key=lambda k: int(k[5:]))[-1]
+        rect = f["data"][name]["eye_rect"][:]
         rect[-1] = [0.0, 0.0, 0.1, 0.1]
-        demo["eye_rect"][...] = rect
+        f["data"][name]["eye_rect"][...] = rect
     v = invariants.causal_cursor(big)
-    assert not v.passed and v.figures["by_kind"]["eye_rect not on the causal cursor"] == 1
+    assert not v.passed  # every finding is at the one step broken
+    assert {e.split(": ")[0] for e in v.examples} == {f"{big[-1].name} {name} step {len(rect) - 1}"}

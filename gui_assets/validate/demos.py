@@ -66,6 +66,16 @@ def check_demo_actions(ctx: DemoContext, demo: h5py.Group) -> DemoSummary:
     return summary
 
 
+def check_demo_geometry(ctx: DemoContext, demo: h5py.Group, pixel_steps: set[int]) -> DemoSummary:
+    """Judge one demo's causal cursor and eye-in-hand rules (validate.geometry), exactly as
+    check_demo does: for a caller that asks about the crop only (the causal_cursor asset check)."""
+    a = read_arrays(ctx, demo)
+    summary = DemoSummary(steps=a.steps)
+    if a.steps:
+        geometry.check(ctx, a, demo, pixel_steps, summary)
+    return summary
+
+
 def _action_rules(ctx: DemoContext, a: DemoArrays, summary: DemoSummary) -> None:
     if a.has("action_type"):
         _types(ctx, a)
