@@ -6,8 +6,8 @@
                         action left the pointer and the eye pixels are the agentview pixels under it
     action_mask         the validator's action rules: masks follow the table, masked slots
                         hold 0, coordinates lie in [0, 1], the actions vector agrees
-    scroll_histogram    SCROLL desc is the view direction (the inverse of the gesture); the
-                        histogram itself is always reported
+    scroll_histogram    the validator's SCROLL rule: the desc names the view direction (the
+                        inverse of the gesture); the histogram itself is always reported
     split_disjointness  no episode (by content hash) or group id on two sides of a split
     shard_integrity     (gui_assets.integrity) the validator's file rules: shards open, are
                         contiguous, respect the cap, and match dataset_info.json
@@ -19,7 +19,6 @@ used in dataset_info.json, check metadata and alerts.
 from __future__ import annotations
 
 import itertools
-import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -41,12 +40,7 @@ from gui_assets.episode_store import (
     table_rows,
 )
 from gui_assets.images import ImageError, decode_rgb, window_pixels
-from gui_assets.ir import (
-    POINTER_TYPES,
-    ActionType,
-    Observation,
-    view_direction,
-)
+from gui_assets.ir import POINTER_TYPES, ActionType, Observation
 from gui_assets.shard_reader import (
     PIXEL_SAMPLES,
     StepSample,
@@ -59,8 +53,9 @@ from gui_assets.shard_reader import (
     text,
 )
 from gui_assets.stats import SCROLL_BUCKETS
-from gui_assets.validate.context import DemoContext, DemoSummary
-from gui_assets.validate.demos import check_demo_actions, check_demo_geometry, steps_of
+from gui_assets.validate import descs, geometry
+from gui_assets.validate.context import DemoArrays, DemoContext, DemoSummary
+from gui_assets.validate.demos import DemoRules, action_rules, check_demo_rules
 from gui_assets.validate.report import Target
 
 ERROR = "ERROR"
@@ -298,16 +293,13 @@ def judged(
     return Verdict(True, severity, passed, figures)
 
 
-def _judge_demos(
-    check: str, shards: list[Path], judge: Callable[[DemoContext, h5py.Group], DemoSummary]
-) -> tuple[Target, list[DemoSummary]]:
-    """Run one of the validator's per-demo judges over every demo of the shards."""
+def _judge_demos(check: str, shards: list[Path], rules: Callable[[h5py.Group], DemoRules]) -> Target:
+    """Judge every demo of the shards by the validator's rules `rules(demo)` (validate.demos)."""
     target = Target(check, ", ".join(p.name for p in shards), "shards")
-    summaries = []
     for where, demo in demos(shards):
         file, name = where.split("/", 1)
-        summaries.append(judge(DemoContext(target, file, name, None, None), demo))
-    return target, summaries
+        check_demo_rules(DemoContext(target, file, name, None, None), demo, rules(demo))
+    return target
 
 
 def causal_cursor(shards: list[Path], pixel_samples: int = PIXEL_SAMPLES) -> Verdict:
@@ -318,16 +310,20 @@ def causal_cursor(shards: list[Path], pixel_samples: int = PIXEL_SAMPLES) -> Ver
     steps drawn over the whole partition (a resized frame has no native pixels and is passed over).
     """
     sample = StepSample(count_steps(shards), pixel_samples)
+    steps = [0]
 
-    def judge(ctx: DemoContext, demo: h5py.Group) -> DemoSummary:
-        return check_demo_geometry(ctx, demo, set(sample.take(steps_of(demo) or 0)))
+    def rules(demo: h5py.Group) -> DemoRules:
+        def judge(ctx: DemoContext, a: DemoArrays, summary: DemoSummary) -> None:
+            steps[0] += a.steps
+            geometry.check(ctx, a, demo, set(sample.take(a.steps)), summary)
 
-    target, summaries = _judge_demos("causal_cursor", shards, judge)
-    steps = sum(s.steps for s in summaries)
+        return judge
+
+    target = _judge_demos("causal_cursor", shards, rules)
     return judged(
         target,
-        {"steps": steps, "pixel_samples": target.figures["pixel_steps"]},
-        f"{steps} eye windows on the causal cursor",
+        {"steps": steps[0], "pixel_samples": target.figures["pixel_steps"]},
+        f"{steps[0]} eye windows on the causal cursor",
         "{} findings against the causal cursor",
     )
 
@@ -336,9 +332,14 @@ def action_mask(shards: list[Path]) -> Verdict:
     """ERROR when a step breaks one of the validator's action rules (validate.demos.ACTION_RULES:
     type codes, the mask table, masked slots at 0, coordinates in [0, 1], the LIBERO `actions`
     vector), judged by the validator's own functions."""
-    target, summaries = _judge_demos("action_mask", shards, check_demo_actions)
-    steps = sum(s.steps for s in summaries)
-    ungrounded = sum(s.ungrounded_pointer + s.ungrounded_type for s in summaries)
+    counts = Counter[str]()
+
+    def judge(ctx: DemoContext, a: DemoArrays, summary: DemoSummary) -> None:
+        action_rules(ctx, a, summary)
+        counts.update(steps=a.steps, ungrounded_steps=summary.ungrounded_pointer + summary.ungrounded_type)
+
+    target = _judge_demos("action_mask", shards, lambda _: judge)
+    steps, ungrounded = counts["steps"], counts["ungrounded_steps"]
     return judged(
         target,
         {"steps": steps, "ungrounded_steps": ungrounded},
@@ -348,38 +349,38 @@ def action_mask(shards: list[Path]) -> Verdict:
 
 
 def scroll_histogram(shards: list[Path], source_scrolls: bool) -> Verdict:
-    """WARN when a scrolling source has no SCROLL step, or a desc is not the view direction."""
+    """WARN when a scrolling source has no SCROLL step, or a step breaks the validator's SCROLL rule
+    (demo.scroll.desc: the desc names the view direction, the inverse of the gesture). The
+    histogram (view direction -> gesture magnitude bucket -> grounded steps) is always reported."""
     hist: dict[str, Counter[str]] = {}
-    bad = Offenders()
-    scrolls = 0
-    for where, demo in demos(shards):
-        types, prm, mask = demo["action_type"][:], demo["action_params"][:], demo["action_mask"][:]
-        descs = demo["action_desc"][:]
-        for t in np.flatnonzero(types == ActionType.SCROLL):
-            scrolls += 1
-            if not mask[t, 0]:
-                continue  # ungrounded: no gesture to judge
-            p = tuple(float(v) for v in prm[t])
-            view = view_direction(p)  # type: ignore[arg-type]
+    scrolls = [0]
+
+    def judge(ctx: DemoContext, a: DemoArrays, summary: DemoSummary) -> None:
+        descs.check_scrolls(ctx, a, summary)
+        if not a.has("action_type", "action_mask", "action_params"):
+            return
+        is_scroll = np.array([n == "SCROLL" for n in a.type_names()], dtype=bool)
+        scrolls[0] += int(is_scroll.sum())
+        for p in a["action_params"][is_scroll & a.grounded()].astype(np.float64):
+            view = descs.view_direction(p)  # None (no travel) is the validator's finding, in no bucket
             magnitude = max(abs(p[2] - p[0]), abs(p[3] - p[1]))
-            bucket = next(lbl for edge, lbl in SCROLL_BUCKETS if magnitude <= edge)
-            hist.setdefault(view, Counter())[bucket] += 1
-            desc = text(descs[t])
-            said = re.search(r"\b(up|down|left|right)\b", desc)
-            if said is None or said.group(1) != view:
-                bad.add(f"desc {desc!r} but the gesture moves the view {view}", f"{where} step {int(t)}")
+            if view is not None:
+                hist.setdefault(view, Counter())[next(b for e, b in SCROLL_BUCKETS if magnitude <= e)] += 1
+
+    target = _judge_demos("scroll_histogram", shards, lambda _: judge)
     figures = {
-        "scroll_steps": scrolls,
+        "scroll_steps": scrolls[0],
         "histogram": {d: dict(sorted(c.items())) for d, c in sorted(hist.items())},
-        "offending_steps": bad.total,
     }
-    if source_scrolls and scrolls == 0:
+    if source_scrolls and scrolls[0] == 0:
         return Verdict(False, WARN, "a source with scrolling produced no SCROLL step", figures)
-    if bad.total:
-        return Verdict(
-            False, WARN, f"{bad.total} SCROLL descs do not name the view direction", figures, bad.examples
-        )
-    return Verdict(True, WARN, f"{scrolls} SCROLL steps, descs name the view direction", figures)
+    return judged(
+        target,
+        figures,
+        f"{scrolls[0]} SCROLL steps, descs name the view direction",
+        "{} findings against the SCROLL desc rule",
+        WARN,
+    )
 
 
 # --- split disjointness ------------------------------------------------------------------

@@ -229,21 +229,20 @@ def test_a_scroll_desc_naming_the_gesture_instead_of_the_view_warns(build):
         demo["action_desc"][t] = "scroll(up)"  # the content moved up; the view moved down
     v = invariants.scroll_histogram(shards(build), source_scrolls=True)
     assert not v.passed and v.severity == "WARN"
-    assert "the gesture moves the view down" in v.examples[0]
+    assert v.figures["by_rule"] == {"demo.scroll.desc": 1}
+    assert "moves the view down, action_desc 'scroll(up)' says up" in v.examples[0]
     assert sum(v.figures["histogram"]["down"].values()) == v.figures["scroll_steps"]
 
 
-def test_a_scrolling_source_without_scroll_steps_warns_and_the_histogram_renders(tmp_path):
-    path = tmp_path / "d_0000.hdf5"
-    with h5py.File(path, "w") as f:
-        d = f.create_group("data/demo_0")
-        d["action_type"] = np.array([int(ActionType.CLICK)])
-        d["action_params"] = np.zeros((1, 4), np.float32)
-        d["action_mask"] = np.zeros((1, 4), np.float32)
-        d["action_desc"] = np.array([b"click()"], dtype=h5py.string_dtype())
-    v = invariants.scroll_histogram([path], source_scrolls=True)
+def test_a_scrolling_source_without_scroll_steps_warns_and_the_histogram_renders(build):
+    with writable_demos(build) as demos:
+        for demo in demos:
+            types = demo["action_type"][:]
+            types[types == ActionType.SCROLL] = int(ActionType.PRESS_KEY)
+            demo["action_type"][...] = types
+    v = invariants.scroll_histogram(shards(build), source_scrolls=True)
     assert not v.passed and v.severity == "WARN" and v.figures["scroll_steps"] == 0
-    assert invariants.scroll_histogram([path], source_scrolls=False).passed
+    assert invariants.scroll_histogram(shards(build), source_scrolls=False).passed
     assert "| down | 0 | 0 | 0 | 0 | 0 |" in charts.histogram_table({})
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import h5py
 import numpy as np
 
@@ -21,7 +23,7 @@ from gui_assets.validate.format import (
 )
 from gui_assets.validate.values import as_int, as_json, as_text, kind_ok, short
 
-# The rules check_demo_actions judges (with demo.datasets, for the arrays they read).
+# The rules action_rules judges (with demo.datasets, for the arrays they read).
 ACTION_RULES = (
     "demo.action_type.range",
     "demo.action_mask.table",
@@ -32,6 +34,7 @@ ACTION_RULES = (
     "demo.actions.has_text",
     "demo.actions.n_masked",
 )
+DemoRules = Callable[[DemoContext, DemoArrays, DemoSummary], None]
 TOL = 1e-6  # float32 copies of one value compare equal; this only absorbs another writer's rounding
 
 
@@ -48,7 +51,7 @@ def check_demo(ctx: DemoContext, demo: h5py.Group, pixel_steps: set[int]) -> Dem
     if num_samples is not None and num_samples != a.steps:
         ctx.find("demo.num_samples", f"num_samples is {num_samples}, the demo has {a.steps} steps")
     _optional(ctx, demo, a)
-    _action_rules(ctx, a, summary)
+    action_rules(ctx, a, summary)
     _episode_end(ctx, a, demo)
     _states(ctx, a)
     descs.check(ctx, a, summary)
@@ -56,27 +59,18 @@ def check_demo(ctx: DemoContext, demo: h5py.Group, pixel_steps: set[int]) -> Dem
     return summary
 
 
-def check_demo_actions(ctx: DemoContext, demo: h5py.Group) -> DemoSummary:
-    """Judge one demo's actions alone (ACTION_RULES, and the datasets they read), exactly as
-    check_demo does: for a caller that asks about the actions only (the action_mask asset check)."""
+def check_demo_rules(ctx: DemoContext, demo: h5py.Group, rules: DemoRules) -> DemoSummary:
+    """Judge one demo by some of check_demo's rules alone (and demo.datasets, for the arrays they
+    read), exactly as check_demo does: for an asset check that asks about one part of the format
+    (the actions, the crop, SCROLL descs)."""
     a = read_arrays(ctx, demo)
     summary = DemoSummary(steps=a.steps)
     if a.steps:
-        _action_rules(ctx, a, summary)
+        rules(ctx, a, summary)
     return summary
 
 
-def check_demo_geometry(ctx: DemoContext, demo: h5py.Group, pixel_steps: set[int]) -> DemoSummary:
-    """Judge one demo's causal cursor and eye-in-hand rules (validate.geometry), exactly as
-    check_demo does: for a caller that asks about the crop only (the causal_cursor asset check)."""
-    a = read_arrays(ctx, demo)
-    summary = DemoSummary(steps=a.steps)
-    if a.steps:
-        geometry.check(ctx, a, demo, pixel_steps, summary)
-    return summary
-
-
-def _action_rules(ctx: DemoContext, a: DemoArrays, summary: DemoSummary) -> None:
+def action_rules(ctx: DemoContext, a: DemoArrays, summary: DemoSummary) -> None:
     if a.has("action_type"):
         _types(ctx, a)
     if a.has("action_type", "action_mask", "action_params"):

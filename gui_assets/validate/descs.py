@@ -37,14 +37,24 @@ def check(ctx: DemoContext, a: DemoArrays, summary: DemoSummary) -> None:
             ctx.find("demo.action_desc.form", f"action_desc {text!r} is not of the form verb(...)", t)
     if not a.has("action_type", "action_mask", "action_params"):
         return
-    ctx.check("demo.action_desc.coords", "demo.scroll.desc")
+    ctx.check("demo.action_desc.coords")
     names, grounded = a.type_names(), a.grounded()
     params = a["action_params"]
     for t, name in enumerate(names):
-        if name == "SCROLL":
-            _scroll(ctx, t, desc[t], params[t], bool(grounded[t]), summary)
-        elif name in POINTER_TYPES and FORM.fullmatch(desc[t]):
+        if name != "SCROLL" and name in POINTER_TYPES and FORM.fullmatch(desc[t]):
             _coords(ctx, t, name, desc[t], params[t], bool(grounded[t]))
+    check_scrolls(ctx, a, summary)
+
+
+def check_scrolls(ctx: DemoContext, a: DemoArrays, summary: DemoSummary) -> None:
+    """The SCROLL rule alone (demo.scroll.desc): what the scroll_histogram asset check asks."""
+    if not a.has("action_desc", "action_type", "action_mask", "action_params"):
+        return
+    ctx.check("demo.scroll.desc")
+    grounded = a.grounded()
+    for t, name in enumerate(a.type_names()):
+        if name == "SCROLL":
+            _scroll(ctx, t, a["action_desc"][t], a["action_params"][t], bool(grounded[t]), summary)
 
 
 def _scroll(
