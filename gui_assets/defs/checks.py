@@ -11,6 +11,7 @@ run id) from inside its own evaluation, so CLI runs alert as well as daemon-driv
 
 import warnings
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
@@ -81,7 +82,7 @@ def report(
     )
 
 
-def _shards(paths: GuiAssetsPaths, spec: SourceSpec, key: str) -> list:
+def _shards(paths: GuiAssetsPaths, spec: SourceSpec, key: str) -> list[Path]:
     out = OutLayout(paths.out_dir())
     return shard_reader.shard_files(out.directory(spec.directory(key)), spec.directory(key))
 
@@ -118,38 +119,38 @@ def _alignment_leakage(spec: SourceSpec) -> dg.AssetChecksDefinition:
     return alignment_leakage
 
 
-def _causal_cursor(spec: SourceSpec) -> dg.AssetChecksDefinition:
-    @_on_shards(
-        spec,
-        "causal_cursor",
-        blocking=False,
-        description="ERROR when an eye_rect is not the clamped 128 px window on where the previous action "
-        "left the pointer (step 0: the screen centre), or its pixels are not the agentview's under it.",
-    )
-    def causal_cursor(
+def _judge_shards(
+    spec: SourceSpec, name: str, description: str, judge: Callable[[list[Path]], Verdict]
+) -> dg.AssetChecksDefinition:
+    """A non-blocking check on S_shards whose verdict is `judge` over the partition's shards."""
+
+    @_on_shards(spec, name, blocking=False, description=description)
+    def check(
         context: dg.AssetCheckExecutionContext, paths: GuiAssetsPaths, alerts: AlertsResource
     ) -> dg.AssetCheckResult:
-        verdict = invariants.causal_cursor(_shards(paths, spec, context.partition_key))
-        return report(context, alerts, paths, "causal_cursor", verdict)
+        return report(context, alerts, paths, name, judge(_shards(paths, spec, context.partition_key)))
 
-    return causal_cursor
+    return check
+
+
+def _causal_cursor(spec: SourceSpec) -> dg.AssetChecksDefinition:
+    return _judge_shards(
+        spec,
+        "causal_cursor",
+        "ERROR when an eye_rect is not the clamped 128 px window on where the previous action left the "
+        "pointer (step 0: the screen centre), or its pixels are not the agentview's under it.",
+        invariants.causal_cursor,
+    )
 
 
 def _action_mask(spec: SourceSpec) -> dg.AssetChecksDefinition:
-    @_on_shards(
+    return _judge_shards(
         spec,
         "action_mask",
-        blocking=False,
-        description="ERROR when a step's mask is neither its type's row nor all-zero, a masked slot is "
-        "not 0, or a coordinate is outside [0, 1].",
+        "ERROR when a step's mask is neither its type's row nor all-zero, a masked slot is not 0, or a "
+        "coordinate is outside [0, 1].",
+        invariants.action_mask,
     )
-    def action_mask(
-        context: dg.AssetCheckExecutionContext, paths: GuiAssetsPaths, alerts: AlertsResource
-    ) -> dg.AssetCheckResult:
-        verdict = invariants.action_mask(_shards(paths, spec, context.partition_key))
-        return report(context, alerts, paths, "action_mask", verdict)
-
-    return action_mask
 
 
 def _scroll_histogram(spec: SourceSpec) -> dg.AssetChecksDefinition:
