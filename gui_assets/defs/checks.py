@@ -87,110 +87,101 @@ def _shards(paths: GuiAssetsPaths, spec: SourceSpec, key: str) -> list[Path]:
     return shard_reader.shard_files(out.directory(spec.directory(key)), spec.directory(key))
 
 
-def _on_shards(spec: SourceSpec, name: str, blocking: bool, description: str) -> Callable[..., Any]:
-    return dg.asset_check(
-        asset=dg.AssetKey(f"{spec.name}_shards"),
+def _check(
+    spec: SourceSpec,
+    asset: str,
+    name: str,
+    description: str,
+    judge: Callable[[GuiAssetsPaths, str], Verdict],
+    blocking: bool = False,
+    attach: Callable[[GuiAssetsPaths, str, Verdict], dict[str, Any]] | None = None,
+) -> dg.AssetChecksDefinition:
+    """A per-partition check on S_<asset>: `judge(paths, partition key)` is its verdict, reported
+    (and alerted) with the metadata `attach` adds."""
+
+    @dg.asset_check(
+        asset=dg.AssetKey(f"{spec.name}_{asset}"),
         name=name,
         partitions_def=source_partitions(spec),
         blocking=blocking,
         description=description,
     )
-
-
-def _alignment_leakage(spec: SourceSpec) -> dg.AssetChecksDefinition:
-    @_on_shards(
-        spec,
-        "alignment_leakage",
-        blocking=True,
-        description="ERROR (blocking) when the target lies inside the eye-in-hand crop on >= 90% of grounded "
-        "pointer steps, or a frame is not its step's pre-action observation in the IR; WARN when the rate "
-        "is outside 0.05..0.35 over 20 or more steps.",
-    )
-    def alignment_leakage(
-        context: dg.AssetCheckExecutionContext, paths: GuiAssetsPaths, alerts: AlertsResource
-    ) -> dg.AssetCheckResult:
-        key = context.partition_key
-        out = OutLayout(paths.out_dir())
-        verdict = invariants.alignment_leakage(
-            _shards(paths, spec, key), out.episodes(spec.directory(key)), ImageStore(out.image_store)
-        )
-        return report(context, alerts, paths, "alignment_leakage", verdict)
-
-    return alignment_leakage
-
-
-def _judge_shards(
-    spec: SourceSpec, name: str, description: str, judge: Callable[[list[Path]], Verdict]
-) -> dg.AssetChecksDefinition:
-    """A non-blocking check on S_shards whose verdict is `judge` over the partition's shards."""
-
-    @_on_shards(spec, name, blocking=False, description=description)
     def check(
         context: dg.AssetCheckExecutionContext, paths: GuiAssetsPaths, alerts: AlertsResource
     ) -> dg.AssetCheckResult:
-        return report(context, alerts, paths, name, judge(_shards(paths, spec, context.partition_key)))
+        key = context.partition_key
+        verdict = judge(paths, key)
+        return report(context, alerts, paths, name, verdict, attach(paths, key, verdict) if attach else None)
 
     return check
 
 
-def _causal_cursor(spec: SourceSpec) -> dg.AssetChecksDefinition:
-    return _judge_shards(
+def _alignment_leakage(spec: SourceSpec) -> dg.AssetChecksDefinition:
+    def judge(paths: GuiAssetsPaths, key: str) -> Verdict:
+        out = OutLayout(paths.out_dir())
+        return invariants.alignment_leakage(
+            _shards(paths, spec, key), out.episodes(spec.directory(key)), ImageStore(out.image_store)
+        )
+
+    return _check(
         spec,
+        "shards",
+        "alignment_leakage",
+        "ERROR (blocking) when the target lies inside the eye-in-hand crop on >= 90% of grounded "
+        "pointer steps, or a frame is not its step's pre-action observation in the IR; WARN when the rate "
+        "is outside 0.05..0.35 over 20 or more steps.",
+        judge,
+        blocking=True,
+    )
+
+
+def _causal_cursor(spec: SourceSpec) -> dg.AssetChecksDefinition:
+    return _check(
+        spec,
+        "shards",
         "causal_cursor",
         "ERROR when an eye_rect is not the clamped 128 px window on where the previous action left the "
         "pointer (step 0: the screen centre), or its pixels are not the agentview's under it.",
-        invariants.causal_cursor,
+        lambda paths, key: invariants.causal_cursor(_shards(paths, spec, key)),
     )
 
 
 def _action_mask(spec: SourceSpec) -> dg.AssetChecksDefinition:
-    return _judge_shards(
+    return _check(
         spec,
+        "shards",
         "action_mask",
         "ERROR when a step's mask is neither its type's row nor all-zero, a masked slot is not 0, or a "
         "coordinate is outside [0, 1].",
-        invariants.action_mask,
+        lambda paths, key: invariants.action_mask(_shards(paths, spec, key)),
     )
 
 
 def _scroll_histogram(spec: SourceSpec) -> dg.AssetChecksDefinition:
-    @_on_shards(
-        spec,
-        "scroll_histogram",
-        blocking=False,
-        description="WARN when a source with scrolling yields no SCROLL step, or a SCROLL desc is not the "
-        "view direction (the inverse of the gesture). The histogram is attached every time.",
-    )
-    def scroll_histogram(
-        context: dg.AssetCheckExecutionContext, paths: GuiAssetsPaths, alerts: AlertsResource
-    ) -> dg.AssetCheckResult:
-        key = context.partition_key
-        verdict = invariants.scroll_histogram(_shards(paths, spec, key), spec.scrolls)
+    def chart(paths: GuiAssetsPaths, key: str, verdict: Verdict) -> dict[str, Any]:
+        """The histogram as a table and a chart (inline, and the PNG's path)."""
         hist = verdict.figures["histogram"]
-        chart = OutLayout(paths.out_dir()).work(spec.directory(key)) / "checks" / "scroll_histogram.png"
-        png = charts.write_scroll_chart(hist, f"{spec.directory(key)}: SCROLL steps", chart)
-        extra = {
+        path = OutLayout(paths.out_dir()).work(spec.directory(key)) / "checks" / "scroll_histogram.png"
+        png = charts.write_scroll_chart(hist, f"{spec.directory(key)}: SCROLL steps", path)
+        return {
             "histogram_table": dg.MetadataValue.md(charts.histogram_table(hist)),
             "histogram_chart": inline_image(png, "image/png", "scroll histogram"),
-            "histogram_png": dg.MetadataValue.path(str(chart)),
+            "histogram_png": dg.MetadataValue.path(str(path)),
         }
-        return report(context, alerts, paths, "scroll_histogram", verdict, extra)
 
-    return scroll_histogram
+    return _check(
+        spec,
+        "shards",
+        "scroll_histogram",
+        "WARN when a source with scrolling yields no SCROLL step, or a SCROLL desc is not the "
+        "view direction (the inverse of the gesture). The histogram is attached every time.",
+        lambda paths, key: invariants.scroll_histogram(_shards(paths, spec, key), spec.scrolls),
+        attach=chart,
+    )
 
 
 def _split_disjointness(spec: SourceSpec) -> dg.AssetChecksDefinition:
-    @dg.asset_check(
-        asset=dg.AssetKey(f"{spec.name}_splits"),
-        name="split_disjointness",
-        partitions_def=source_partitions(spec),
-        description="ERROR when an episode (by content hash) or a group id (AgentNet: task_id) is on both "
-        "sides of a split, inside this partition or against any other built partition of the source.",
-    )
-    def split_disjointness(
-        context: dg.AssetCheckExecutionContext, paths: GuiAssetsPaths, alerts: AlertsResource
-    ) -> dg.AssetCheckResult:
-        key = context.partition_key
+    def judge(paths: GuiAssetsPaths, key: str) -> Verdict:
         out = OutLayout(paths.out_dir())
         this = invariants.SplitTable(key, read_split_rows(out, spec.directory(key)))
         others = [
@@ -198,29 +189,30 @@ def _split_disjointness(spec: SourceSpec) -> dg.AssetChecksDefinition:
             for k in spec.partition_keys
             if k != key and out.splits(spec.directory(k)).is_file()
         ]
-        verdict = invariants.split_disjointness(this, others, spec.split_rule.val_fraction)
-        return report(context, alerts, paths, "split_disjointness", verdict)
+        return invariants.split_disjointness(this, others, spec.split_rule.val_fraction)
 
-    return split_disjointness
+    return _check(
+        spec,
+        "splits",
+        "split_disjointness",
+        "ERROR when an episode (by content hash) or a group id (AgentNet: task_id) is on both "
+        "sides of a split, inside this partition or against any other built partition of the source.",
+        judge,
+    )
 
 
 def _shard_integrity(spec: SourceSpec) -> dg.AssetChecksDefinition:
-    @dg.asset_check(
-        asset=dg.AssetKey(f"{spec.name}_dataset_info"),
-        name="shard_integrity",
-        partitions_def=source_partitions(spec),
-        description="ERROR when a shard cannot be opened, numbering has a gap, a shard passes the size "
+    return _check(
+        spec,
+        "dataset_info",
+        "shard_integrity",
+        "ERROR when a shard cannot be opened, numbering has a gap, a shard passes the size "
         "cap by more than its last episode, or dataset_info.json's counts, sizes or hashes differ from "
         "the files.",
+        lambda paths, key: integrity.shard_integrity(
+            OutLayout(paths.out_dir()).directory(spec.directory(key))
+        ),
     )
-    def shard_integrity(
-        context: dg.AssetCheckExecutionContext, paths: GuiAssetsPaths, alerts: AlertsResource
-    ) -> dg.AssetCheckResult:
-        directory = spec.directory(context.partition_key)
-        verdict = integrity.shard_integrity(OutLayout(paths.out_dir()).directory(directory))
-        return report(context, alerts, paths, "shard_integrity", verdict)
-
-    return shard_integrity
 
 
 CHECK_BUILDERS = (
