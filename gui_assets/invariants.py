@@ -278,7 +278,7 @@ def _leakage_verdict(rates: _EyeRates, bad: Offenders, figures: dict[str, Any]) 
     return Verdict(True, ERROR, summary, figures)
 
 
-# --- the validator's rules: causal cursor, action mask ---------------------------------------
+# --- the validator's rules: causal cursor, action mask, SCROLL descs -------------------
 
 
 def judged(
