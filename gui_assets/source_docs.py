@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -94,12 +93,6 @@ Each is counted in `stats.drops` of the directory's dataset_info.json (and by un
 |---|---|---|
 {rows}
 """
-
-
-def reason_names(text: str) -> set[str]:
-    """Tokens of `text` that name a drop reason (for checking prose against the closed set)."""
-    values = {r.value for r in DropReason}
-    return {t for t in re.findall(r"[a-z_]+", text) if t in values}
 
 
 def render_drops_page() -> str:
