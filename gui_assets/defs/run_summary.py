@@ -85,12 +85,8 @@ def steps_left(
 ) -> set[str]:
     """Steps of the run's plan that may still run: neither ended nor downstream of a failure.
     Mapped steps (`unit[?]` in the plan) count by the concrete steps that started."""
-    upstream: dict[str, set[str]] = {}
-    for step in plan.steps:
-        upstream[step.key] = {h.step_key for i in step.inputs for h in i.upstream_output_handles}
-    planned = {k for k in upstream if "[?]" not in k}
-    if wanted is not None:
-        planned &= set(wanted)
+    upstream = {s.key: {h.step_key for i in s.inputs for h in i.upstream_output_handles} for s in plan.steps}
+    planned = {k for k in upstream if "[?]" not in k and (wanted is None or k in wanted)}
     started, ended, failed = set(), {now_ended}, {now_ended} if now_failed else set()
     for record in events:
         event = record.dagster_event
@@ -102,25 +98,16 @@ def steps_left(
             ended.add(event.step_key)
             if event.event_type == dg.DagsterEventType.STEP_FAILURE:
                 failed.add(event.step_key)
-
-    def base(key: str) -> str:
-        return key.split("[", 1)[0]
-
-    failed_bases = {base(k) for k in failed}
+    # A failed unit (`write[u0]`) fails what waits on its mapped step (`write[?]`), so by base key.
+    failed_bases = {k.split("[", 1)[0] for k in failed}
     doomed: set[str] = set()
-
-    def is_doomed(key: str, seen: frozenset[str] = frozenset()) -> bool:
-        if key in doomed:
-            return True
-        for up in upstream.get(key, ()):
-            if up in seen:
-                continue
-            if base(up) in failed_bases or is_doomed(up, seen | {key}):
-                doomed.add(key)
-                return True
-        return False
-
-    return {k for k in planned | started if k not in ended and not is_doomed(k)}
+    while grown := {
+        k
+        for k, ups in upstream.items()
+        if k not in doomed and any(u in doomed or u.split("[", 1)[0] in failed_bases for u in ups)
+    }:
+        doomed |= grown
+    return {k for k in planned | started if k not in ended | doomed}
 
 
 def report(context: dg.HookContext, now_failed: bool) -> RunSummary | None:
