@@ -166,22 +166,8 @@ def episode_content_hash(episode: GuiEpisode) -> str:
     h = hashlib.sha256(episode.instruction.encode("utf-8"))
     for s in episode.steps:
         o = s.observation
-        h.update(
-            json.dumps(
-                [
-                    s.action_type.name,
-                    s.params,
-                    s.mask,
-                    s.text,
-                    o.image_sha256,
-                    o.left,
-                    o.top,
-                    o.width,
-                    o.height,
-                ],
-                ensure_ascii=False,
-            ).encode("utf-8")
-        )
+        row = [s.action_type.name, s.params, s.mask, s.text, o.image_sha256, o.left, o.top, o.width, o.height]
+        h.update(json.dumps(row, ensure_ascii=False).encode("utf-8"))
     return h.hexdigest()
 
 
@@ -261,15 +247,12 @@ class EpisodeWriter:
         # Both tables flush together, so the window is one row group of steps (or of episodes,
         # when episodes are short) whatever the partition.
         if len(self._step_rows) >= _ROW_GROUP_STEPS or len(self._episode_rows) >= _ROW_GROUP_EPISODES:
-            self._flush_steps()
-            self._flush_episodes()
+            self._flush()
 
-    def _flush_steps(self) -> None:
+    def _flush(self) -> None:
         if self._step_rows:
             self._steps.write_table(pa.Table.from_pylist(self._step_rows, schema=STEP_SCHEMA))
             self._step_rows = []
-
-    def _flush_episodes(self) -> None:
         if self._episode_rows:
             self._episodes.write_table(pa.Table.from_pylist(self._episode_rows, schema=EPISODE_SCHEMA))
             self._episode_rows = []
@@ -277,8 +260,7 @@ class EpisodeWriter:
     def close(self, stats: BuildStats) -> None:
         if self._closed:
             return
-        self._flush_steps()
-        self._flush_episodes()
+        self._flush()
         self._steps.close()
         self._episodes.close()
         atomic_write_text(self.tmp / STATS_FILE, json.dumps(stats.to_dict(), indent=2, sort_keys=True))

@@ -148,7 +148,7 @@ def _closure_paths(roots: Iterable[str], package_dir: Path) -> dict[str, Path]:
         parents = name.split(".")
         for i in range(2, len(parents)):  # a subpackage's __init__ runs before its modules
             todo.append(".".join(parents[:i]))
-        imports = _imports_of(path, _stamp(path), name)
+        _, imports = _analysis(path, _stamp(path), name)
         todo.extend(i for i in imports if i.startswith(PACKAGE + "."))
     return seen
 
@@ -167,21 +167,13 @@ def _analysis(path: Path, stamp: tuple[int, int], name: str) -> tuple[str, froze
     return hashlib.sha256(normalized_source(tree).encode()).hexdigest(), imports
 
 
-def _imports_of(path: Path, stamp: tuple[int, int], name: str) -> frozenset[str]:
-    return _analysis(path, stamp, name)[1]
-
-
-def _module_digest(path: Path, stamp: tuple[int, int], name: str) -> str:
-    return _analysis(path, stamp, name)[0]
-
-
 def version_of(roots: Iterable[str], data: Any = None, package_dir: Path = PACKAGE_DIR) -> str:
     """A 16-hex code version over the roots' import closure (normalized) and `data`."""
     h = hashlib.sha256(GUI_ASSETS_VERSION.encode())
     closure = _closure_paths(roots, package_dir)
     for name in sorted(closure):
         path = closure[name]
-        digest = _module_digest(path, _stamp(path), name)
+        digest, _ = _analysis(path, _stamp(path), name)
         h.update(name.encode() + b"\0" + digest.encode() + b"\n")
     h.update(json.dumps(data, sort_keys=True, default=str).encode())
     return h.hexdigest()[:16]

@@ -83,6 +83,11 @@ class RawFile:
             d["revision"] = self.revision
         return d
 
+    @classmethod
+    def from_dict(cls, f: dict[str, Any]) -> RawFile:
+        optional = {k: f[k] for k in ("files", "oid", "revision") if k in f}  # to_dict leaves defaults out
+        return cls(f["path"], Path(f["local"]), f["size"], f["sha256"], **optional)
+
 
 @dataclass(frozen=True, slots=True)
 class FileId:
@@ -204,23 +209,10 @@ class RawPartition:
             revision=d["revision"],
             mode=d["mode"],
             patterns=list(d["patterns"]),
-            files=[
-                RawFile(
-                    f["path"],
-                    Path(f["local"]),
-                    f["size"],
-                    f["sha256"],
-                    f.get("files", 1),
-                    f.get("oid", ""),
-                    f.get("revision", ""),
-                )
-                for f in d["files"]
-            ],
+            files=[RawFile.from_dict(f) for f in d["files"]],
             root=Path(d.get("root", "")),
             partition=d.get("partition", ""),
-            remote=[
-                RawFile(f["path"], Path(f["local"]), f["size"], f["sha256"]) for f in d.get("remote", [])
-            ],
+            remote=[RawFile.from_dict(f) for f in d.get("remote", [])],
             refused=dict(d.get("refused", {})),
             downloaded_at=d.get("downloaded_at", ""),
         )

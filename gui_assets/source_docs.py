@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,7 +26,6 @@ from gui_assets.source_spec import SourceOption, SourceSpec
 
 _SECTION = "Drop reasons:"
 COMMAND = "python -m gui_assets.source_docs"
-README_SECTIONS = ("sources", "settings", "knobs")  # <!-- NAME:begin --> ... <!-- NAME:end -->
 
 
 def _module_doc(spec: SourceSpec) -> str:
@@ -96,12 +94,6 @@ Each is counted in `stats.drops` of the directory's dataset_info.json (and by un
 """
 
 
-def reason_names(text: str) -> set[str]:
-    """Tokens of `text` that name a drop reason (for checking prose against the closed set)."""
-    values = {r.value for r in DropReason}
-    return {t for t in re.findall(r"[a-z_]+", text) if t in values}
-
-
 def render_drops_page() -> str:
     """`docs/drops.md`: the closed set of drop reasons, by unit."""
     sections = []
@@ -154,10 +146,6 @@ def _value(value: Any) -> str:
     return f"`{json.dumps(value)}`"
 
 
-def _yes(flag: bool) -> str:
-    return "yes" if flag else "no"
-
-
 def _partitions_cell(spec: SourceSpec) -> str:
     keys = ", ".join(spec.partition_keys)
     rule = spec.split_rule
@@ -192,7 +180,8 @@ def render_settings_table() -> str:
 def render_knobs_table(sources: Sequence[SourceSpec]) -> str:
     """The README's knobs table: the build resource's run config, each source's options last."""
     rows = [
-        f"| `{k.name}` | {k.meaning} | {k.default_text or _value(k.default)} | {_yes(k.recorded)} |"
+        f"| `{k.name}` | {k.meaning} | {k.default_text or _value(k.default)} | "
+        f"{'yes' if k.recorded else 'no'} |"
         for k in settings.build_knobs()
     ]
     rows += [
@@ -225,15 +214,11 @@ def replace_section(text: str, name: str, body: str) -> str:
 
 
 def render_readme(text: str, sources: Sequence[SourceSpec]) -> str:
-    """The README with its generated tables current."""
-    bodies = {
-        "sources": render_sources_table(sources),
-        "settings": render_settings_table(),
-        "knobs": render_knobs_table(sources),
-    }
-    for name in README_SECTIONS:
-        text = replace_section(text, name, bodies[name])
-    return text
+    """The README with its generated tables current (each between `<!-- NAME:begin -->` and
+    `<!-- NAME:end -->`)."""
+    text = replace_section(text, "sources", render_sources_table(sources))
+    text = replace_section(text, "settings", render_settings_table())
+    return replace_section(text, "knobs", render_knobs_table(sources))
 
 
 def rendered_files(root: Path, sources: Sequence[SourceSpec]) -> dict[Path, str]:

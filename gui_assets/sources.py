@@ -196,4 +196,3 @@ PANGO = SourceSpec(
 )
 
 SOURCES: tuple[SourceSpec, ...] = (MIND2WEB, AGENTNET, WEBLINX, WEBARENA, PANGO, CUAGYM)
-SOURCES_BY_NAME = {s.name: s for s in SOURCES}

@@ -12,7 +12,6 @@ leaves it as it was.
 from __future__ import annotations
 
 import fnmatch
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -134,7 +133,3 @@ def observe(
             return {}
         return observe_hub(spec, keys, raw)
     return observe_mirror(spec, keys, raw, cache)
-
-
-def digest_of(obj: Any) -> str:
-    return hashlib.sha256(repr(obj).encode()).hexdigest()[:16]

@@ -79,9 +79,10 @@ _FINISHED = {dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.Dagste
 
 def claim_partition(
     context: dg.OpExecutionContext | dg.AssetExecutionContext, out_root: Path, directory: str
-) -> None:
-    """Claim the partition for this run before a stage writes (gui_assets.lease); a partition
-    another run is building fails this step at once, naming that run."""
+) -> OutLayout:
+    """Claim the partition for this run before a stage writes (gui_assets.lease) and return the
+    output layout to write in; a partition another run is building fails this step at once,
+    naming that run."""
     executor = context.job_def.executor_def.name
     # The process that lives as long as the run: this one in-process, the parent of a step
     # process under the multiprocess executor; none on an executor that spreads over machines.
@@ -93,7 +94,9 @@ def claim_partition(
         run = context.instance.get_run_by_id(run_id)
         return None if run is None else run.status in _FINISHED
 
+    out = OutLayout(out_root)
     try:
-        claim(OutLayout(out_root).work(directory), directory, context.run_id, run_pid, finished)
+        claim(out.work(directory), directory, context.run_id, run_pid, finished)
     except PartitionBusy as e:
         raise fail(e) from None
+    return out

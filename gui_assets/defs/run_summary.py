@@ -22,11 +22,11 @@ from gui_assets.layout import WORK_DIR
 from gui_assets.run_summary import BuiltDirectory, Published, RunSummary, keep_summary
 from gui_assets.writers.hub import LocalHubTarget
 
-SUMMED = (
+SUMMED = {
     dg.DagsterEventType.STEP_FAILURE,
     dg.DagsterEventType.ASSET_MATERIALIZATION,
     dg.DagsterEventType.ASSET_CHECK_EVALUATION,
-)
+}
 ENDED = (dg.DagsterEventType.STEP_SUCCESS, dg.DagsterEventType.STEP_FAILURE, dg.DagsterEventType.STEP_SKIPPED)
 
 
@@ -34,9 +34,9 @@ def _value(entry: dg.MetadataValue | Any) -> Any:
     return getattr(entry, "value", entry)
 
 
-def summarize(run_id: str, succeeded: bool, records: Iterable[dg.EventLogEntry], out: Path) -> RunSummary:
+def summarize(run_id: str, records: Iterable[dg.EventLogEntry], out: Path) -> RunSummary:
     """The summary of a run from its event log entries; `out` is the output folder it wrote to."""
-    summary = RunSummary(run_id, succeeded)
+    summary = RunSummary(run_id, succeeded=False)
     for record in records:
         event = record.dagster_event
         if event is None:
@@ -54,6 +54,7 @@ def summarize(run_id: str, succeeded: bool, records: Iterable[dg.EventLogEntry],
                 summary.checks_passed += 1
             else:
                 summary.checks_failed.append(f"{e.asset_key.to_user_string()}:{e.check_name}")  # type: ignore[union-attr]
+    summary.succeeded = not summary.failed_steps
     return summary
 
 
@@ -85,12 +86,8 @@ def steps_left(
 ) -> set[str]:
     """Steps of the run's plan that may still run: neither ended nor downstream of a failure.
     Mapped steps (`unit[?]` in the plan) count by the concrete steps that started."""
-    upstream: dict[str, set[str]] = {}
-    for step in plan.steps:
-        upstream[step.key] = {h.step_key for i in step.inputs for h in i.upstream_output_handles}
-    planned = {k for k in upstream if "[?]" not in k}
-    if wanted is not None:
-        planned &= set(wanted)
+    upstream = {s.key: {h.step_key for i in s.inputs for h in i.upstream_output_handles} for s in plan.steps}
+    planned = {k for k in upstream if "[?]" not in k and (wanted is None or k in wanted)}
     started, ended, failed = set(), {now_ended}, {now_ended} if now_failed else set()
     for record in events:
         event = record.dagster_event
@@ -102,25 +99,16 @@ def steps_left(
             ended.add(event.step_key)
             if event.event_type == dg.DagsterEventType.STEP_FAILURE:
                 failed.add(event.step_key)
-
-    def base(key: str) -> str:
-        return key.split("[", 1)[0]
-
-    failed_bases = {base(k) for k in failed}
+    # A failed unit (`write[u0]`) fails what waits on its mapped step (`write[?]`), so by base key.
+    failed_bases = {k.split("[", 1)[0] for k in failed}
     doomed: set[str] = set()
-
-    def is_doomed(key: str, seen: frozenset[str] = frozenset()) -> bool:
-        if key in doomed:
-            return True
-        for up in upstream.get(key, ()):
-            if up in seen:
-                continue
-            if base(up) in failed_bases or is_doomed(up, seen | {key}):
-                doomed.add(key)
-                return True
-        return False
-
-    return {k for k in planned | started if k not in ended and not is_doomed(k)}
+    while grown := {
+        k
+        for k, ups in upstream.items()
+        if k not in doomed and any(u in doomed or u.split("[", 1)[0] in failed_bases for u in ups)
+    }:
+        doomed |= grown
+    return {k for k in planned | started if k not in ended | doomed}
 
 
 def report(context: dg.HookContext, now_failed: bool) -> RunSummary | None:
@@ -135,22 +123,17 @@ def report(context: dg.HookContext, now_failed: bool) -> RunSummary | None:
     if steps_left(plan, run.step_keys_to_execute, steps, context.step_key, now_failed):
         return None
     out = Path(context.resources.paths.out_dir()).resolve()
-    results = instance.all_logs(context.run_id, of_type=set(SUMMED))
-    summary = summarize(context.run_id, not now_failed and not any(_failed(r) for r in steps), results, out)
+    summary = summarize(context.run_id, instance.all_logs(context.run_id, of_type=SUMMED), out)
     summary.partition = summary.partition or run.tags.get("dagster/partition")  # a run that built nothing
-    if now_failed and context.step_key not in summary.failed_steps:
+    if now_failed and context.step_key not in summary.failed_steps:  # its event may not be logged yet
         summary.failed_steps.append(context.step_key)
+        summary.succeeded = False
     print("\n".join(summary.lines()), file=sys.stderr, flush=True)
     try:
         keep_summary(out, summary)
     except OSError as e:  # the summary was printed; a read-only output folder fails nothing
         context.log.warning(f"run summary not kept: {e}")
     return summary
-
-
-def _failed(record: dg.EventLogEntry) -> bool:
-    event = record.dagster_event
-    return event is not None and event.event_type == dg.DagsterEventType.STEP_FAILURE
 
 
 @dg.success_hook(name="gui_assets_run_summary_ok", required_resource_keys={"paths"})

@@ -95,8 +95,7 @@ def shards_asset(spec: SourceSpec, common: dict[str, Any]) -> dg.AssetsDefinitio
     def plan_op(
         context: dg.OpExecutionContext, paths: GuiAssetsPaths, build: BuildSettings
     ) -> Iterator[dg.DynamicOutput[str]]:
-        claim_partition(context, paths.out_dir(), spec.directory(context.partition_key))
-        out = OutLayout(paths.out_dir())
+        out = claim_partition(context, paths.out_dir(), spec.directory(context.partition_key))
         plan = shards_stage.plan_shard_units(spec, context.partition_key, out, build.config())
         context.log.info(
             f"{len(plan.units)} shard units, ~{plan.bytes_per_step_estimate:.0f} B/step, "
@@ -113,8 +112,7 @@ def shards_asset(spec: SourceSpec, common: dict[str, Any]) -> dg.AssetsDefinitio
     def unit_op(
         context: dg.OpExecutionContext, unit: str, paths: GuiAssetsPaths, build: BuildSettings
     ) -> dict[str, Any]:
-        claim_partition(context, paths.out_dir(), spec.directory(context.partition_key))
-        out = OutLayout(paths.out_dir())
+        out = claim_partition(context, paths.out_dir(), spec.directory(context.partition_key))
         # A unit on a worker of its own hashes its pieces there; in-process, publish hashes all.
         apart = context.job_def.executor_def.name != dg.in_process_executor.name
         try:
@@ -135,8 +133,7 @@ def shards_asset(spec: SourceSpec, common: dict[str, Any]) -> dg.AssetsDefinitio
         context: dg.OpExecutionContext, units: list[dict[str, Any]], paths: GuiAssetsPaths
     ) -> dg.Output[None]:
         key = context.partition_key
-        claim_partition(context, paths.out_dir(), spec.directory(key))
-        out = OutLayout(paths.out_dir())
+        out = claim_partition(context, paths.out_dir(), spec.directory(key))
         try:
             manifest = shards_stage.publish_shards(spec, key, out)
         except (EmptyPartitionError, DiskFullError, PublishError) as e:

@@ -19,7 +19,7 @@ from gui_assets.defs.upstream_assets import (
     upstream_key,
 )
 from gui_assets.errors import DiskFullError, EmptyPartitionError
-from gui_assets.layout import DatasetInfo, OutLayout
+from gui_assets.layout import DatasetInfo
 from gui_assets.lineage import stage_version
 from gui_assets.mirror import RawInputError
 from gui_assets.source_spec import SourceSpec
@@ -52,8 +52,7 @@ def raw_asset(spec: SourceSpec, common: dict[str, Any]) -> dg.AssetsDefinition:
         context: dg.AssetExecutionContext, paths: GuiAssetsPaths, hub: HubResource
     ) -> dg.MaterializeResult:
         key = context.partition_key
-        claim_partition(context, paths.out_dir(), spec.directory(key))
-        out = OutLayout(paths.out_dir())
+        out = claim_partition(context, paths.out_dir(), spec.directory(key))
         try:
             part = raw_stage.fetch_raw(spec, key, out, hub.raw_settings(paths))
         except RawInputError as e:
@@ -95,8 +94,7 @@ def episodes_asset(spec: SourceSpec, common: dict[str, Any]) -> dg.AssetsDefinit
         context: dg.AssetExecutionContext, paths: GuiAssetsPaths, build: BuildSettings
     ) -> dg.MaterializeResult:
         key = context.partition_key
-        claim_partition(context, paths.out_dir(), spec.directory(key))
-        out = OutLayout(paths.out_dir())
+        out = claim_partition(context, paths.out_dir(), spec.directory(key))
         try:
             st = episodes_stage.build_episodes(spec, key, out, build.config())
         except (RawInputError, EmptyPartitionError, DiskFullError) as e:
@@ -139,8 +137,7 @@ def splits_asset(spec: SourceSpec, common: dict[str, Any]) -> dg.AssetsDefinitio
     )
     def split_table(context: dg.AssetExecutionContext, paths: GuiAssetsPaths) -> dg.MaterializeResult:
         key = context.partition_key
-        claim_partition(context, paths.out_dir(), spec.directory(key))
-        out = OutLayout(paths.out_dir())
+        out = claim_partition(context, paths.out_dir(), spec.directory(key))
         summary = split_stage.assign_splits(spec, key, out)
         return dg.MaterializeResult(
             metadata={
@@ -178,8 +175,7 @@ def dataset_info_asset(spec: SourceSpec, common: dict[str, Any]) -> dg.AssetsDef
         context: dg.AssetExecutionContext, paths: GuiAssetsPaths, build: BuildSettings
     ) -> dg.MaterializeResult:
         key = context.partition_key
-        claim_partition(context, paths.out_dir(), spec.directory(key))
-        out = OutLayout(paths.out_dir())
+        out = claim_partition(context, paths.out_dir(), spec.directory(key))
         info = info_stage.write_info(spec, key, out, build.config())
         path = out.dataset_info(spec.directory(key))
         s = info.stats
@@ -219,8 +215,7 @@ def upload_asset(spec: SourceSpec, common: dict[str, Any]) -> dg.AssetsDefinitio
         context: dg.AssetExecutionContext, paths: GuiAssetsPaths, hub: HubResource
     ) -> dg.MaterializeResult:
         directory = spec.directory(context.partition_key)
-        claim_partition(context, paths.out_dir(), directory)
-        out = OutLayout(paths.out_dir())
+        out = claim_partition(context, paths.out_dir(), directory)
         folder = out.directory(directory)
         files = [(f"{directory}/{p.name}", p) for p in sorted(folder.iterdir()) if p.is_file()]
         target = hub.target(paths.out_dir())

@@ -128,6 +128,17 @@ def _meta(task: str, platform: str, **others: Any) -> str:
 
 def rows(platform: str, split: str) -> list[dict[str, Any]]:
     out = []
+    settings = (
+        f"{platform}-t2",
+        "Open the settings",
+        [
+            [{"action": "click", "coordinate": [120, 80]}],
+            [{"action": "scroll", "direction": "up", "amount": 3}],
+            ("response", {"text": "The settings are open."}),
+        ],
+        {},
+        "inline",
+    )
     if split == "train":
         specs = [
             (
@@ -154,17 +165,7 @@ def rows(platform: str, split: str) -> list[dict[str, Any]]:
                 {},
                 "content",
             ),
-            (
-                f"{platform}-t2",
-                "Open the settings",
-                [
-                    [{"action": "click", "coordinate": [120, 80]}],
-                    [{"action": "scroll", "direction": "up", "amount": 3}],
-                    ("response", {"text": "The settings are open."}),
-                ],
-                {},
-                "inline",
-            ),
+            settings,
             (
                 f"{platform}-t3",
                 "An unfinished task",
@@ -175,17 +176,7 @@ def rows(platform: str, split: str) -> list[dict[str, Any]]:
         ]
     else:
         specs = [
-            (
-                f"{platform}-t2",
-                "Open the settings",
-                [  # identical to a train row: never kept twice
-                    [{"action": "click", "coordinate": [120, 80]}],
-                    [{"action": "scroll", "direction": "up", "amount": 3}],
-                    ("response", {"text": "The settings are open."}),
-                ],
-                {},
-                "inline",
-            ),
+            settings,  # identical to a train row: never kept twice
             (
                 f"{platform}-v1",
                 "Close the dialog",

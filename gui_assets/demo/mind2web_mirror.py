@@ -49,6 +49,10 @@ SCHEMA = pa.schema(
     ]
 )
 
+# Every row's one negative candidate: the page header.
+_NEG_ATTRS = {"backend_node_id": "7", "bounding_box_rect": "0,0,1280,72"}
+_NEG_CANDIDATE = json.dumps({"tag": "div", "attributes": json.dumps(_NEG_ATTRS)})
+
 
 @dataclass(frozen=True)
 class DemoAction:
@@ -249,16 +253,7 @@ def _rows(split: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
                 "cleaned_html": f'<html backend_node_id="1"><body>{t.website}</body></html>',
                 "operation": op if a.operation == "ok" else op[:-3],
                 "pos_candidates": _candidate(a, uid),
-                "neg_candidates": [
-                    json.dumps(
-                        {
-                            "tag": "div",
-                            "attributes": json.dumps(
-                                {"backend_node_id": "7", "bounding_box_rect": "0,0,1280,72"}
-                            ),
-                        }
-                    )
-                ],
+                "neg_candidates": [_NEG_CANDIDATE],
                 "website": t.website,
                 "domain": t.domain,
                 "subdomain": t.subdomain,

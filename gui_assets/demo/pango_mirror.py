@@ -37,20 +37,6 @@ from gui_assets.demo.render import Widget, encode, render_page
 
 W, H = 1280, 800
 BUCKET = "https://storage.pango.example/"  # a reserved name: the real bucket's host is not public
-COLUMNS = (
-    "id",
-    "submission_date",
-    "video_url",
-    "duration_ms",
-    "version",
-    "input_metadata_preview_url",
-    "input_metadata",
-    "task_description",
-    "quest_type",
-    "profession",
-    "synthetically_generated_instruction",
-    "artifact_history_preview_url",
-)
 IDS = (
     "0b7c6a2e-3f1d-4c8e-9a51-2d4f6e8b1c30",
     "5e2f9d14-8a6b-4f0c-b3d7-61c0a9e4f2b8",
@@ -179,7 +165,7 @@ def write_mirror(root: Path, bucket: str = BUCKET) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(doc), encoding="utf-8")
     with open(repo / "train.csv", "w", encoding="utf-8", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=COLUMNS)
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))  # the upstream CSV's column order
         writer.writeheader()
         writer.writerows(rows)
     _legacy_parquet(repo)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import io
 import json
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -87,119 +88,53 @@ def _browser(
     }
 
 
+def _turns_at(vw: int, vh: int, zoom: float = 1.0, tab: int = 1) -> Callable[..., dict[str, Any]]:
+    """`_browser` at one window, its screenshot named by number (None: the turn names none)."""
+
+    def turn(intent: str, n: int | None, **kw: Any) -> dict[str, Any]:
+        shot = f"screenshot-{n}-0.png" if n is not None else None
+        return _browser(intent, shot, vw=vw, vh=vh, zoom=zoom, tab=tab, **kw)
+
+    return turn
+
+
 def _demo_turns(demo_id: str) -> list[dict[str, Any]]:
     if demo_id == "demoval":
-        z, (vw, vh), (vw2, vh2) = 1.25, (1024, 600), (900, 560)
-        b = _browser
+        b = _turns_at(1024, 600, 1.25)
+        small = _turns_at(900, 560, 1.25, tab=2)  # the resized window
         return [
             _chat("instructor", "Find the cheapest flight to Paris next week", 0),
             _chat("navigator", "Sure, opening the site", 1),
-            b(
-                "load",
-                "screenshot-0-0.png",
-                vw=vw,
-                vh=vh,
-                zoom=z,
-                props={"url": "https://travel.example.com/"},
-            ),
-            b("click", "screenshot-1-0.png", vw=vw, vh=vh, zoom=z, box=(300, 120, 160, 40)),
-            b(
-                "textInput",
-                "screenshot-2-0.png",
-                vw=vw,
-                vh=vh,
-                zoom=z,
-                box=(300, 180, 260, 36),
-                tag="INPUT",
-                args={"text": "Paris"},
-            ),
-            b(
-                "scroll",
-                "screenshot-3-0.png",
-                vw=vw,
-                vh=vh,
-                zoom=z,
-                mouse=(500, 300),
-                args={"scrollX": 0, "scrollY": 450},
-            ),
+            b("load", 0, props={"url": "https://travel.example.com/"}),
+            b("click", 1, box=(300, 120, 160, 40)),
+            b("textInput", 2, box=(300, 180, 260, 36), tag="INPUT", args={"text": "Paris"}),
+            b("scroll", 3, mouse=(500, 300), args={"scrollX": 0, "scrollY": 450}),
             _chat("instructor", "Economy class only", 5),
-            b(
-                "change",
-                "screenshot-4-0.png",
-                vw=vw,
-                vh=vh,
-                zoom=z,
-                box=(600, 240, 200, 34),
-                tag="SELECT",
-                args={"value": "Economy"},
-            ),
-            b("submit", "screenshot-5-0.png", vw=vw, vh=vh, zoom=z, box=(280, 100, 520, 300), tag="FORM"),
-            b("hover", "screenshot-6-0.png", vw=vw, vh=vh, zoom=z, mouse=(700, 420)),
-            b(
-                "scroll",
-                "screenshot-7-0.png",
-                vw=vw,
-                vh=vh,
-                zoom=z,
-                mouse=(500, 300),
-                args={"scrollX": 0, "scrollY": 150},
-            ),
-            b("tabcreate", "screenshot-8-0.png", vw=vw, vh=vh, zoom=z, props={"tabId": 2}),
-            b("tabswitch", "screenshot-9-0.png", vw=vw, vh=vh, zoom=z, props={"tabIdOrigin": 1, "tabId": 2}),
+            b("change", 4, box=(600, 240, 200, 34), tag="SELECT", args={"value": "Economy"}),
+            b("submit", 5, box=(280, 100, 520, 300), tag="FORM"),
+            b("hover", 6, mouse=(700, 420)),
+            b("scroll", 7, mouse=(500, 300), args={"scrollX": 0, "scrollY": 150}),
+            b("tabcreate", 8, props={"tabId": 2}),
+            b("tabswitch", 9, props={"tabIdOrigin": 1, "tabId": 2}),
             # the window is resized here: a smaller viewport from now on
-            b("copy", "screenshot-10-0.png", vw=vw2, vh=vh2, zoom=z, args={"selected": "€ 79"}, tab=2),
-            b("paste", "screenshot-11-0.png", vw=vw2, vh=vh2, zoom=z, args={"pasted": "€ 79"}, tab=2),
-            b(
-                "textInput",
-                "screenshot-12-0.png",
-                vw=vw2,
-                vh=vh2,
-                zoom=z,
-                box=(100, 60, 300, 36),
-                tag="INPUT",
-                args={"value": "cheapest"},
-                tab=2,
-            ),
-            b(
-                "click",
-                "screenshot-13-0.png",
-                vw=vw2,
-                vh=vh2,
-                zoom=z,
-                box=(420, 60, 120, 36),
-                status="broken",
-                tab=2,
-            ),
-            b("click", None, vw=vw2, vh=vh2, zoom=z, box=(420, 60, 120, 36), tab=2),
-            b("dragstart", "screenshot-14-0.png", vw=vw2, vh=vh2, zoom=z, mouse=(10, 10), tab=2),
-            b("tabremove", "screenshot-15-0.png", vw=vw2, vh=vh2, zoom=z, props={"tabId": 2}, tab=2),
-            b("click", "screenshot-16-0.png", vw=vw, vh=vh, zoom=z, box=(700, 500, 140, 44)),
+            small("copy", 10, args={"selected": "€ 79"}),
+            small("paste", 11, args={"pasted": "€ 79"}),
+            small("textInput", 12, box=(100, 60, 300, 36), tag="INPUT", args={"value": "cheapest"}),
+            small("click", 13, box=(420, 60, 120, 36), status="broken"),
+            small("click", None, box=(420, 60, 120, 36)),
+            small("dragstart", 14, mouse=(10, 10)),
+            small("tabremove", 15, props={"tabId": 2}),
+            b("click", 16, box=(700, 500, 140, 44)),
             _chat("navigator", "Done: the cheapest is 79 euros", 20),
         ]
-    vw, vh = 1280, 720
-    b = _browser
+    b = _turns_at(1280, 720)
     return [
         _chat("instructor", f"Open the deals page ({demo_id})", 0),
-        b("click", "screenshot-0-0.png", vw=vw, vh=vh, box=(80, 20, 120, 40)),
-        b(
-            "textInput",
-            "screenshot-1-0.png",
-            vw=vw,
-            vh=vh,
-            box=(400, 30, 300, 36),
-            tag="INPUT",
-            args={"text": "deals"},
-        ),
-        b("submit", "screenshot-2-0.png", vw=vw, vh=vh, box=(400, 30, 300, 36), tag="FORM"),
-        b(
-            "scroll",
-            "screenshot-3-0.png",
-            vw=vw,
-            vh=vh,
-            mouse=(640, 360),
-            args={"scrollX": 0, "scrollY": 300},
-        ),
-        b("click", "screenshot-4-0.png", vw=vw, vh=vh, box=(640, 500, 180, 48)),
+        b("click", 0, box=(80, 20, 120, 40)),
+        b("textInput", 1, box=(400, 30, 300, 36), tag="INPUT", args={"text": "deals"}),
+        b("submit", 2, box=(400, 30, 300, 36), tag="FORM"),
+        b("scroll", 3, mouse=(640, 360), args={"scrollX": 0, "scrollY": 300}),
+        b("click", 4, box=(640, 500, 180, 48)),
     ]
 
 

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from gui_assets.atomic import atomic_path, sha256_files
-from gui_assets.layout import DATASET_INFO, DatasetInfo
+from gui_assets.layout import DATASET_INFO, DatasetInfo, built_directories
 from gui_assets.mirror import HashCache
 
 BATCH_BYTES = 2 * 1000**3  # a commit of at most ~2 GB: four 500 MB shards
@@ -123,13 +123,7 @@ class LocalHubTarget:
         return target.is_file() and os.path.samefile(target, local)
 
     def held_infos(self) -> list[DatasetInfo]:
-        infos = []
-        for p in sorted(self.root.glob(f"*/{DATASET_INFO}")):
-            try:
-                infos.append(DatasetInfo.read(p))
-            except (OSError, ValueError, KeyError, TypeError):
-                continue
-        return infos
+        return built_directories(self.root)  # laid out as the repo: a folder per directory
 
     def holds(self, paths: set[str]) -> dict[str, tuple[str, str]]:
         # Only the paths asked about: the folder may hold the whole dataset.

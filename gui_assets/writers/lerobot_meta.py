@@ -72,7 +72,6 @@ INDEX: dict[str, str] = {
     "index": "int64",
     "task_index": "int64",
 }
-STAT_NAMES = ("min", "max", "mean", "std", "count")
 _ARROW = {"float32": pa.float32(), "int32": pa.int32(), "int64": pa.int64(), "bool": pa.bool_()}
 IMAGE_STRUCT = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
 
