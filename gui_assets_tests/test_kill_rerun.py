@@ -42,9 +42,16 @@ def _cli(out: Path, mirror: Path, home: Path) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "dagster", "asset", "materialize", "-m", "gui_assets", "--select", CHAIN,
            "--partition", "train", "--config-json",
            json.dumps({"resources": {"build": {"config": {"shard_cap_mb": 6}}}})]  # fmt: skip
-    return subprocess.Popen(
-        cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
-    )
+    # The CLI's events go to a file: a pipe nobody reads while the test waits fills up and stalls
+    # the build (a run prints well over a pipe's 64 KiB).
+    with (home / "cli.log").open("ab") as log:
+        return subprocess.Popen(
+            cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True
+        )
+
+
+def _log_tail(home: Path) -> str:
+    return (home / "cli.log").read_text(encoding="utf-8", errors="replace")[-3000:]
 
 
 def _visible(p: Path) -> bool:
@@ -147,7 +154,7 @@ def test_sigkill_at_random_moments_then_rerun_gives_the_same_dataset(tmp_path):
     ref = tmp_path / "ref"
     start = time.monotonic()
     proc = _cli(ref, mirror, tmp_path / "home-ref")
-    assert proc.wait(timeout=600) == 0, proc.stderr.read().decode()[-3000:]  # type: ignore[union-attr]
+    assert proc.wait(timeout=600) == 0, _log_tail(tmp_path / "home-ref")
     full = time.monotonic() - start
     ref_shards = sorted((ref / DIRECTORY).glob("*.hdf5"))
     assert len(ref_shards) >= 5  # several shard boundaries for a kill to land between
@@ -191,7 +198,7 @@ def test_sigkill_at_random_moments_then_rerun_gives_the_same_dataset(tmp_path):
     assert any(f["shards"] for f in found[:-1]) or any(f["images"] for f in found)  # kills landed mid-build
 
     proc = _cli(out, mirror, home)
-    assert proc.wait(timeout=600) == 0, proc.stderr.read().decode()[-3000:]  # type: ignore[union-attr]
+    assert proc.wait(timeout=600) == 0, _log_tail(home)
     assert_nothing_partial(out)
     shards = sorted((out / DIRECTORY).glob("*.hdf5"))
     assert [p.name for p in shards] == [p.name for p in ref_shards]
