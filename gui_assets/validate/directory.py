@@ -8,7 +8,7 @@ from pathlib import Path
 from gui_assets.validate.format import DATASET_INFO, SHARD_NAME
 from gui_assets.validate.info import check_cap, check_listing, read_info
 from gui_assets.validate.report import Target
-from gui_assets.validate.shards import Sampling, ShardSummary, check_shard, summarize_shard
+from gui_assets.validate.shards import Sampling, ShardSummary, check_shard
 from gui_assets.validate.stats import check_splits, check_stats
 
 
@@ -82,7 +82,8 @@ def check_integrity(folder: Path) -> Target:
     target = Target(name, str(folder), "directory")
     on_disk = _series(target, folder, name)
     info = read_info(target, folder, name)
-    everything = [summarize_shard(target, folder / n) for names in on_disk.values() for n in names]
+    files = [folder / n for names in on_disk.values() for n in names]
+    everything = [check_shard(target, path, name, None, None) for path in files]  # no demo's contents
     target.figures["shards"] = len(everything)
     if info is not None:
         check_listing(target, folder, info, on_disk, everything)

@@ -49,8 +49,15 @@ class Sampling:
 
 
 def check_shard(
-    target: Target, path: Path, directory: str | None, source: str | None, sampling: Sampling
+    target: Target,
+    path: Path,
+    directory: str | None,
+    source: str | None,
+    sampling: Sampling | None,
 ) -> ShardSummary:
+    """Judge one shard. With `sampling` None, only what the directory-level rules need of it (it
+    opens, its filters, its demo numbering and counts, each demo's steps) and no demo's contents:
+    for a caller that asks about the files and their listing only (the shard_integrity check)."""
     summary = ShardSummary(path.name)
     target.check("shard.open")
     try:
@@ -65,12 +72,16 @@ def check_shard(
             return summary
         summary.opened = True
         _filters(target, path.name, f, summary)
-        _data_attrs(target, path.name, data)
+        if sampling is not None:
+            _data_attrs(target, path.name, data)
         names = _demo_names(target, path.name, data)
-        picked = _pixel_steps(data, names, sampling)
+        picked = _pixel_steps(data, names, sampling) if sampling is not None else {}
         for name in names:
             ctx = DemoContext(target, path.name, name, directory, source)
             try:
+                if sampling is None:
+                    summary.demos.append(DemoSummary(steps=steps_of(data[name]) or 0))
+                    continue
                 demo = check_demo(ctx, data[name], picked.get(name, set()))
             except (OSError, ValueError) as e:  # a chunk that will not inflate, a damaged header
                 target.find("shard.open", f"h5py cannot read the demo: {e}", path.name, name)
@@ -82,32 +93,6 @@ def check_shard(
                 summary.frame_hws.add((int(frames.shape[1]), int(frames.shape[2])))
         summary.last_demo = names[-1] if names else ""
         _counts(target, path.name, data, summary)
-    target.figures["demos"] += len(summary.demos)
-    target.figures["steps"] += summary.steps
-    return summary
-
-
-def summarize_shard(target: Target, path: Path) -> ShardSummary:
-    """What the directory-level rules need of one shard (its demos' steps and bytes), judging that
-    it opens, its filters, its demo numbering and its counts but no demo: for a caller that asks
-    about the files and their listing only (the shard_integrity asset check)."""
-    summary = ShardSummary(path.name)
-    target.check("shard.open")
-    try:
-        with h5py.File(path, "r") as f:
-            data = f.get("data")
-            if not isinstance(data, h5py.Group):
-                target.find("shard.open", "it has no /data group", path.name)
-                return summary
-            summary.opened = True
-            _filters(target, path.name, f, summary)
-            names = _demo_names(target, path.name, data)
-            summary.demos = [DemoSummary(steps=steps_of(data[n]) or 0) for n in names]
-            summary.last_demo = names[-1] if names else ""
-            _counts(target, path.name, data, summary)
-    except OSError as e:
-        target.find("shard.open", f"h5py cannot open it: {e}", path.name)
-        summary.opened = False
     target.figures["demos"] += len(summary.demos)
     target.figures["steps"] += summary.steps
     return summary
