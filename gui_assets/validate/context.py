@@ -61,7 +61,6 @@ class DemoSummary:
     type_counts: Counter[str] = field(default_factory=Counter)
     ungrounded_pointer: int = 0  # all-zero mask CLICK / SELECT / HOVER / SCROLL / DRAG
     ungrounded_type: int = 0  # all-zero mask TYPE (ungrounded, or a source that never grounds it)
-    grounded_scrolls: int = 0
     scroll_directions: Counter[str] = field(default_factory=Counter)
     aimed: int = 0  # grounded CLICK / HOVER / SELECT / TYPE / DRAG steps
     aimed_inside: int = 0  # ... whose (x1, y1) lies inside eye_rect

@@ -66,7 +66,6 @@ def _scroll(
         return
     if not grounded:
         return  # an ungrounded SCROLL keeps its direction in the desc, with nothing to compare it to
-    summary.grounded_scrolls += 1
     view = view_direction(params)
     if view is None:
         ctx.find("demo.scroll.desc", f"SCROLL gesture {params.tolist()} has no travel: no view direction", t)
