@@ -88,9 +88,6 @@ def card_text(
 ) -> str:
     main = [_row(i, val=False) for i in infos]
     val = [_row(i, val=True) for i in infos if i.val_shards]
-    for rows in (main, val):
-        for r in rows:
-            r["size"] = r["bytes"]
     totals = {k: sum(r[k] for r in main + val) for k in ("episodes", "steps", "shards", "bytes")}
     sources = _by_source(infos)
     holdout = (
