@@ -289,8 +289,26 @@ def expand_action(row: _Row, config: BuildConfig, pointer: tuple[float, float]) 
     max_offset = max(0, row.page_h - vh)
     step_px = max(1, round(options["scroll_step_fraction"] * vh))
 
-    def obs(offset: int) -> Observation:
-        return Observation(row.image_sha256, row.image_ext, 0, offset, vw, vh)
+    def step(
+        kind: ActionType,
+        params: tuple[float, float, float, float],
+        mask: tuple[float, float, float, float],
+        text: str,
+        offset: int,
+        why: str = "",
+    ) -> GuiStep:
+        """A step seen with the page scrolled `offset` px down."""
+        return GuiStep(
+            action_type=kind,
+            params=params,
+            mask=mask,
+            text=text,
+            desc=describe(kind, params, mask, text),
+            observation=Observation(row.image_sha256, row.image_ext, 0, offset, vw, vh),
+            scroll=(0.0, float(offset)),
+            ref=row.ref,
+            ungrounded_reason=why,
+        )
 
     steps: list[GuiStep] = []
     offset = 0
@@ -300,18 +318,7 @@ def expand_action(row: _Row, config: BuildConfig, pointer: tuple[float, float]) 
         while row.target.y - offset > vh * (1 - options["scroll_bottom_margin"]) and offset < max_offset:
             nxt = min(offset + step_px, max_offset)
             params = scroll_gesture(pointer, nxt - offset, vh)
-            steps.append(
-                GuiStep(
-                    action_type=ActionType.SCROLL,
-                    params=params,
-                    mask=SPAN_MASK,
-                    text="",
-                    desc=describe(ActionType.SCROLL, params, SPAN_MASK, ""),
-                    observation=obs(offset),
-                    scroll=(0.0, float(offset)),
-                    ref=row.ref,
-                )
-            )
+            steps.append(step(ActionType.SCROLL, params, SPAN_MASK, "", offset))
             pointer = (params[0], params[1])
             offset = nxt
     if grounded:
@@ -319,19 +326,7 @@ def expand_action(row: _Row, config: BuildConfig, pointer: tuple[float, float]) 
         mask = POINT_MASK
     else:
         params, mask = (0.0, 0.0, 0.0, 0.0), NO_MASK
-    steps.append(
-        GuiStep(
-            action_type=row.action_type,
-            params=params,
-            mask=mask,
-            text=row.text,
-            desc=describe(row.action_type, params, mask, row.text),
-            observation=obs(offset),
-            scroll=(0.0, float(offset)),
-            ref=row.ref,
-            ungrounded_reason=str(row.target.ungrounded),
-        )
-    )
+    steps.append(step(row.action_type, params, mask, row.text, offset, str(row.target.ungrounded)))
     return steps
 
 
