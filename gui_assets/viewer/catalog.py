@@ -156,16 +156,13 @@ def _walk_shards(directory: Path) -> Iterator[Path]:
 def _demo_summary(name: str, demo: h5py.Group, types: list[str]) -> dict[str, Any]:
     """What the demo list shows of one demo: a few attributes, step and type counts, outcome."""
     summary: dict[str, Any] = {"name": name}
-    for key in SUMMARY_ATTRS:
-        summary[key] = jsonable(demo.attrs[key]) if key in demo.attrs else None
+    summary.update((key, jsonable(demo.attrs[key]) if key in demo.attrs else None) for key in SUMMARY_ATTRS)
     codes = np.asarray(demo["action_type"][()], np.int64) if "action_type" in demo else np.zeros(0, np.int64)
-    steps = demo.attrs.get("num_samples", codes.shape[0])
-    summary["steps"] = int(steps)
-    counts: dict[str, int] = {}
-    for code, n in zip(*np.unique(codes, return_counts=True), strict=True):
-        label = types[code] if 0 <= code < len(types) else f"#{code}"
-        counts[label] = int(n)
-    summary["type_counts"] = counts
+    summary["steps"] = int(demo.attrs.get("num_samples", codes.shape[0]))
+    summary["type_counts"] = {
+        types[code] if 0 <= code < len(types) else f"#{code}": int(n)
+        for code, n in zip(*np.unique(codes, return_counts=True), strict=True)
+    }
     ungrounded = 0
     if "action_mask" in demo and codes.size:
         mask = np.asarray(demo["action_mask"][()])
@@ -284,9 +281,7 @@ class Catalog:
             if only is not None:
                 entry = {**entry, "demos": [d for d in entry["demos"] if d["name"] in only[rel]]}
             files.append(entry)
-        directories = {}
-        for directory in sorted({e["directory"] for e in files}):
-            info = read_directory_info(self.served.root / directory)
-            if info is not None:
-                directories[directory] = info
+        folders = sorted({e["directory"] for e in files})
+        infos = {d: read_directory_info(self.served.root / d) for d in folders}
+        directories = {d: info for d, info in infos.items() if info is not None}
         return {"root": str(self.served.root), "files": files, "directories": directories}

@@ -54,7 +54,7 @@ def _frame_shape(demo: h5py.Group, kind: str) -> list[int] | None:
     dset = demo.get(FRAME_DATASETS[kind])
     if not isinstance(dset, h5py.Dataset) or dset.ndim < 3:
         return None
-    return [int(dset.shape[0]), int(dset.shape[1]), int(dset.shape[2])]
+    return [int(n) for n in dset.shape[:3]]
 
 
 def _source_ref(demo: h5py.Group) -> Any:
