@@ -68,6 +68,12 @@ def _by_source(infos: list[DatasetInfo]) -> dict[str, dict[str, Any]]:
     return dict(sorted(records.items()))
 
 
+def _upstream_rows(infos: list[DatasetInfo]) -> str:
+    """A table row per source: its upstream repo and licence (in the card and in LICENSE.md)."""
+    rows = _by_source(infos).items()
+    return "".join(f"| {name} | `{r.get('repo_id', '')}` | {r.get('license', '')} |\n" for name, r in rows)
+
+
 def samples_section(infos: list[DatasetInfo], pages: set[str]) -> str:
     """Links to the per-directory sample pages that exist (`samples/<directory>.html`)."""
     linked = [i.directory for i in infos if i.directory in pages]
@@ -97,9 +103,6 @@ def card_text(
         else ""
     )
     notes = "".join(f"\n> **{name}:** {r['notes']}\n" for name, r in sources.items() if r.get("notes"))
-    upstream = "".join(
-        f"| {name} | `{r.get('repo_id', '')}` | {r.get('license', '')} |\n" for name, r in sources.items()
-    )
     example = next(
         (f"{r['directory']}{i.shards[0].file}" for r, i in zip(main, infos, strict=True) if i.shards), ""
     )
@@ -122,7 +125,7 @@ def card_text(
         example=example,
         lerobot_section=lerobot_section,
         repo_id=repo_id,
-        upstream_rows=upstream,
+        upstream_rows=_upstream_rows(infos),
         demo_notice=DEMO_NOTICE if any(i.demo for i in infos) else "",
         size_category=size_category(totals["episodes"]),
     )
@@ -143,14 +146,10 @@ def size_category(n: int) -> str:
 
 def licence_text(infos: list[DatasetInfo]) -> str:
     """`LICENSE.md`, the card's `license_link`: each source's own terms."""
-    rows = "".join(
-        f"| {name} | `{r.get('repo_id', '')}` | {r.get('license', '')} |\n"
-        for name, r in _by_source(infos).items()
-    )
     return (
         "# Terms\n\nThis dataset is derived from the datasets below; each part keeps its upstream's terms. "
         "Check them before any use, and cite the upstream datasets.\n\n"
-        "| source | upstream | licence |\n|---|---|---|\n" + rows
+        "| source | upstream | licence |\n|---|---|---|\n" + _upstream_rows(infos)
     )
 
 
