@@ -74,15 +74,12 @@ def fetch_raw(spec: SourceSpec, key: str, layout: OutLayout, raw: RawSettings) -
     sweep_temps(work, only_dead_writers=True)  # files and IR folders a killed build left
     patterns = spec.file_patterns(key)
     part = fetch(patterns)
+    if raw.mode == "hub" and raw.revision is None:
+        raw = dataclasses.replace(raw, revision=part.revision)  # every later fetch: the same commit
     if spec.resolve_patterns is not None:
-        more = spec.resolve_patterns(part.root, key)
-        if raw.mode == "hub" and raw.revision is None:
-            raw = dataclasses.replace(raw, revision=part.revision)  # the same commit both times
-        patterns = patterns + more
+        patterns = patterns + spec.resolve_patterns(part.root, key)
         part = fetch(patterns)
     if raw.mode == "hub" and spec.remote_files is not None:
-        if raw.revision is None:
-            raw = dataclasses.replace(raw, revision=part.revision)
         part = _follow_references(spec, part, raw, patterns, fetch)
     size_mb = sum(f.size for f in [*part.files, *part.remote]) / 1e6
     log.info(
