@@ -67,15 +67,9 @@ def _files(root: Path, known: dict[str, str]) -> list[dict[str, Any]]:
     read again)."""
     out = []
     for p in sorted(q for q in root.rglob("*") if q.is_file()):
-        st = p.stat()
-        out.append(
-            {
-                "path": p.relative_to(root).as_posix(),
-                "bytes": st.st_size,
-                "mtime_ns": st.st_mtime_ns,
-                "sha256": known.get(p.relative_to(root).as_posix()) or sha256_file(p),
-            }
-        )
+        rel, st = p.relative_to(root).as_posix(), p.stat()
+        sha256 = known.get(rel) or sha256_file(p)
+        out.append({"path": rel, "bytes": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": sha256})
     return out
 
 
