@@ -115,18 +115,14 @@ def hf_features(feats: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 
 def data_schema(feats: dict[str, dict[str, Any]]) -> pa.Schema:
+    arrow = {**_ARROW, "string": pa.string(), "image": IMAGE_STRUCT}
     fields = []
     for key, ft in feats.items():
         if ft["dtype"] == "video":
             continue
-        if ft["dtype"] == "image":
-            fields.append(pa.field(key, IMAGE_STRUCT))
-        elif ft["dtype"] == "string":
-            fields.append(pa.field(key, pa.string()))
-        elif list(ft["shape"]) == [1]:
-            fields.append(pa.field(key, _ARROW[ft["dtype"]]))
-        else:
-            fields.append(pa.field(key, pa.list_(_ARROW[ft["dtype"]], ft["shape"][0])))
+        one = arrow[ft["dtype"]]  # an image is one struct of its encoded bytes, whatever its shape
+        scalar = ft["dtype"] == "image" or list(ft["shape"]) == [1]
+        fields.append(pa.field(key, one if scalar else pa.list_(one, ft["shape"][0])))
     meta = {"huggingface": json.dumps({"info": {"features": hf_features(feats)}})}
     return pa.schema(fields, metadata=meta)
 
