@@ -101,16 +101,13 @@ def hf_features(feats: dict[str, dict[str, Any]]) -> dict[str, Any]:
     for key, ft in feats.items():
         if ft["dtype"] == "video":
             continue
+        value = {"dtype": ft["dtype"], "_type": "Value"}
         if ft["dtype"] == "image":
             out[key] = {"_type": "Image"}
         elif list(ft["shape"]) == [1]:
-            out[key] = {"dtype": ft["dtype"], "_type": "Value"}
+            out[key] = value
         else:
-            out[key] = {
-                "feature": {"dtype": ft["dtype"], "_type": "Value"},
-                "length": ft["shape"][0],
-                "_type": "Sequence",
-            }
+            out[key] = {"feature": value, "length": ft["shape"][0], "_type": "Sequence"}
     return out
 
 
