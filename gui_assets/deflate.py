@@ -1,10 +1,11 @@
 """Deflate for everything the project writes: libdeflate through imagecodecs.
 
 A call compresses its whole input in one go with a compressor of its own, so the output is a
-function of the input bytes and the level alone (for one libdeflate: `frames_version` records
-the version of imagecodecs, which bundles it): no thread, address or earlier call can change
-it. The GIL is released while it runs, so frames deflate on threads. Output is a standard zlib
-stream (RFC 1950), what HDF5's gzip filter and PNG's IDAT hold, so plain zlib reads it.
+function of the input bytes and the level alone (for one libdeflate: the shard units' keys
+record the version of imagecodecs, which bundles it, in `unit_reuse.library_versions`): no
+thread, address or earlier call can change it. The GIL is released while it runs, so frames
+deflate on threads. Output is a standard zlib stream (RFC 1950), what HDF5's gzip filter and
+PNG's IDAT hold, so plain zlib reads it.
 """
 
 from __future__ import annotations

@@ -24,11 +24,11 @@ import pyarrow as pa
 
 from gui_assets.atomic import TMP_MARK, atomic_write_text, sha256_file, writer_alive
 from gui_assets.config import usable_cpus
+from gui_assets.deflate import zlib_deflater
 from gui_assets.episode_store import EPISODES_FILE, STEPS_FILE
 from gui_assets.layout import WORK_DIR, DatasetInfo, OutLayout, built_directories
 from gui_assets.lineage import STAGE_MODULES, version_of
 from gui_assets.writers import lerobot
-from gui_assets.writers.png import deflater
 
 MANIFEST_DIR = "lerobot"  # <out>/_work/lerobot/<dataset>.json
 MANIFEST_FORMAT = 1
@@ -39,7 +39,7 @@ def code_version() -> str:
     libraries = {
         "pyarrow": pa.__version__,
         "imagecodecs": imagecodecs.__version__,  # its libdeflate deflates the PNGs
-        "deflate_probe": len(deflater(1)(b"x" * 64)),
+        "deflate_probe": len(zlib_deflater(1)(b"x" * 64)),
     }
     return version_of(STAGE_MODULES["lerobot_export"], [MANIFEST_FORMAT, libraries])
 

@@ -4,19 +4,12 @@ that can be kept as-is."""
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
 
 import numpy as np
 
-from gui_assets.deflate import zlib_deflater
 from gui_assets.png import SIGNATURE, encode_pixels
 
 _RGB8 = (8, 2)  # (bit depth, colour type): 8-bit truecolour without alpha
-
-
-def deflater(level: int) -> Callable[[bytes | memoryview], bytes]:
-    """The IDAT compressor: libdeflate at `level` (1-12)."""
-    return zlib_deflater(level)
 
 
 def encode_rgb(frame: np.ndarray, level: int = 1) -> bytes:
