@@ -36,11 +36,11 @@ import numpy as np
 
 from benchmarks.frames import screenshot
 from benchmarks.throughput import _machine
-from gui_assets.config import BuildConfig, usable_cpus
-from gui_assets.cursor import EYE_SIZE
-from gui_assets.deflate import zlib_deflater
-from gui_assets.demo.render import render_page
-from gui_assets.images import decode_rgb
+from gui_assets.core.config import BuildConfig, usable_cpus
+from gui_assets.core.cursor import EYE_SIZE
+from gui_assets.core.deflate import zlib_deflater
+from gui_assets.core.images import decode_rgb
+from gui_assets.sources.demo_render import render_page
 
 HELD_OUT = 900_000  # first frame index: far beyond the mirrors the other benchmarks generate
 LEVELS: dict[str, tuple[int, ...]] = {
@@ -108,8 +108,8 @@ def measure_codec(codec: str, level: int, frames: list[tuple[memoryview, memoryv
 
 def _writer_input(steps: int, work: Path) -> tuple[list[Any], Any]:
     """`steps` distinct held-out screenshots as click episodes of ten steps, in an image store."""
-    from gui_assets.episode_store import ImageStore
-    from gui_assets.ir import POINT_MASK, ActionType, GuiEpisode, GuiStep, Observation, SourceRef
+    from gui_assets.core.episode_store import ImageStore
+    from gui_assets.core.ir import POINT_MASK, ActionType, GuiEpisode, GuiStep, Observation, SourceRef
 
     store = ImageStore(work / "images")
     ref = SourceRef("bench", "frames")
@@ -127,7 +127,7 @@ def _writer_input(steps: int, work: Path) -> tuple[list[Any], Any]:
 
 def measure_writer(config: BuildConfig, episodes: list[Any], store: Any, work: Path) -> dict[str, Any]:
     """The shard writer on the episodes under `config`: steps/s, bytes/step."""
-    from gui_assets.writers.libero_hdf5 import LiberoShardWriter
+    from gui_assets.pipeline.libero_hdf5 import LiberoShardWriter
 
     steps = sum(len(e.steps) for e in episodes)
     out = work / f"shards-{config.libdeflate_level}"

@@ -1,7 +1,7 @@
 """Realistic 1280x1080-class screenshots for the throughput benchmark, in the Mind2Web layout.
 
 A frame is a rendered web page (header, navigation, headings, body text, form widgets; see
-`gui_assets.demo.render`) with photo-like tiles pasted over about a tenth of it: a smoothly
+`gui_assets.sources.demo_render`) with photo-like tiles pasted over about a tenth of it: a smoothly
 upsampled random colour field plus mild sensor noise, which deflates like the web images and
 video stills of real pages. Text-only frames would flatter every compressor and pure noise
 would punish it; this mix compresses about as well as the published dataset does.
@@ -26,9 +26,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from PIL import Image, ImageDraw
 
-from gui_assets.adapters.mind2web import REPO_ID
-from gui_assets.demo.mind2web_mirror import SCHEMA
-from gui_assets.demo.render import Widget, draw_widget, encode, render_page
+from gui_assets.sources.demo_render import Widget, draw_widget, encode, render_page
+from gui_assets.sources.mind2web.adapter import REPO_ID
+from gui_assets.sources.mind2web.demo import SCHEMA
 
 PHOTO_SHARE = 0.10
 VERBS = ("CLICK", "CLICK", "TYPE", "CLICK", "SELECT")
@@ -86,7 +86,7 @@ def cheap_screenshot(index: int, width: int, height: int) -> tuple[bytes, Widget
     steps: one of BASE_PAGES rendered pages, its photo tile pasted at a place of its own, the
     target widget drawn, and a band whose pixels spell `index` (no two frames are equal), encoded
     by the project's own PNG writer (Up filter + ISA-L, a few ms a frame)."""
-    from gui_assets.writers.png import encode_rgb
+    from gui_assets.publish.rgb_png import encode_rgb
 
     page, tile = _bases(width, height)[index % BASE_PAGES]
     frame = page.copy()

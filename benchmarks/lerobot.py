@@ -26,12 +26,12 @@ from typing import Any
 from benchmarks.frames import write_mirror
 from benchmarks.peak_rss import run_measured
 from benchmarks.throughput import _machine
-from gui_assets.memory import build_process_env
+from gui_assets.core.memory import build_process_env
 
 REPO = Path(__file__).resolve().parent.parent
-# Started as a build process is, with its allocator settings (gui_assets.memory) in the environment.
+# Started as a build process is, with its allocator settings (gui_assets.core.memory) in the environment.
 OURS = (
-    "import sys; from pathlib import Path; from gui_assets.writers.lerobot_export import write_export; "
+    "import sys; from pathlib import Path; from gui_assets.publish.lerobot_export import write_export; "
     "write_export(Path(sys.argv[1]), video=sys.argv[2] == 'video')"
 )
 
@@ -41,8 +41,8 @@ def _du(path: Path) -> int:
 
 
 def _build(work: Path, steps: int) -> Path:
-    from gui_assets.pipeline import RawSettings, build_directory
-    from gui_assets.sources import MIND2WEB
+    from gui_assets.pipeline.chain import RawSettings, build_directory
+    from gui_assets.sources.mind2web.source import SPEC as MIND2WEB
 
     mirror = write_mirror(work / f"mirror-{steps}", steps, 1280, 1080, 20, os.cpu_count() or 2)
     out = work / f"out-lerobot-{steps}"

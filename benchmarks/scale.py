@@ -47,8 +47,8 @@ import pyarrow.parquet as pq
 from benchmarks.frames import write_mirror
 from benchmarks.peak_rss import run_measured_io
 from benchmarks.throughput import _machine
-from gui_assets.demo.mind2web_mirror import SCHEMA
-from gui_assets.memory import build_process_env
+from gui_assets.core.memory import build_process_env
+from gui_assets.sources.mind2web.demo import SCHEMA
 
 REPO = Path(__file__).resolve().parent.parent
 STAGES = ("mind2web", "mind2web_episodes", "mind2web_splits", "mind2web_shards", "mind2web_dataset_info")

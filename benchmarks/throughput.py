@@ -42,11 +42,11 @@ import numpy as np
 
 from benchmarks.frames import iter_frames, write_mirror
 from benchmarks.peak_rss import run_measured
-from gui_assets.config import BuildConfig, usable_cpus
-from gui_assets.cursor import EYE_SIZE
-from gui_assets.images import decode_rgb
-from gui_assets.memory import build_process_env
-from gui_assets.writers.frames import frame_deflater
+from gui_assets.core.config import BuildConfig, usable_cpus
+from gui_assets.core.cursor import EYE_SIZE
+from gui_assets.core.images import decode_rgb
+from gui_assets.core.memory import build_process_env
+from gui_assets.pipeline.frames import frame_deflater
 
 REPO = Path(__file__).resolve().parent.parent
 CHAIN = "mind2web,mind2web_episodes,mind2web_splits,mind2web_shards,mind2web_dataset_info"

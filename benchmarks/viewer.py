@@ -48,10 +48,10 @@ MEASURE_JS = """() => {
 def build_shard(work: Path) -> Path:
     """The first (cap-sized) shard of 30 x 24 steps of 1920x1080 frames, written once."""
     from benchmarks.frames import screenshot
-    from gui_assets.config import BuildConfig
-    from gui_assets.episode_store import ImageStore
-    from gui_assets.ir import POINT_MASK, ActionType, GuiEpisode, GuiStep, Observation, SourceRef
-    from gui_assets.writers.libero_hdf5 import LiberoShardWriter
+    from gui_assets.core.config import BuildConfig
+    from gui_assets.core.episode_store import ImageStore
+    from gui_assets.core.ir import POINT_MASK, ActionType, GuiEpisode, GuiStep, Observation, SourceRef
+    from gui_assets.pipeline.libero_hdf5 import LiberoShardWriter
 
     out = work / "shards"
     marker = work / "shard.json"

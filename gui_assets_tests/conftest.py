@@ -15,18 +15,20 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from gui_assets.config import BuildConfig
-from gui_assets.demo import ensure_demo_mirror
-from gui_assets.demo.mind2web_mirror import SCHEMA
-from gui_assets.demo.render import Widget, encode, render_page
-from gui_assets.episode_store import ImageStore
-from gui_assets.ir import GuiEpisode
-from gui_assets.layout import DatasetInfo, OutLayout
-from gui_assets.pipeline import RawSettings, build_directory, fetch_raw
-from gui_assets.source_spec import SourceSpec
-from gui_assets.sources import MIND2WEB, SOURCES
-from gui_assets.stages.episodes import adapt
-from gui_assets.stats import BuildStats
+from gui_assets.core.config import BuildConfig
+from gui_assets.core.episode_store import ImageStore
+from gui_assets.core.ir import GuiEpisode
+from gui_assets.core.layout import DatasetInfo, OutLayout
+from gui_assets.core.stats import BuildStats
+from gui_assets.pipeline.chain import RawSettings, build_directory, fetch_raw
+from gui_assets.pipeline.episodes import adapt
+from gui_assets.sources.agentnet.source import SPEC as AGENTNET
+from gui_assets.sources.demo_mirror import ensure_demo_mirror
+from gui_assets.sources.demo_render import Widget, encode, render_page
+from gui_assets.sources.mind2web.demo import SCHEMA
+from gui_assets.sources.mind2web.source import SPEC as MIND2WEB
+from gui_assets.sources.registry import SOURCES
+from gui_assets.sources.spec import SourceSpec
 
 REPO = "osunlp/Multimodal-Mind2Web"
 
@@ -163,7 +165,7 @@ def agentview_hw_build(demo_mirror: Path, tmp_path_factory: pytest.TempPathFacto
     """Mind2Web train and AgentNet win_mac (three native sizes) built at agentview_hw 360x640."""
     out = tmp_path_factory.mktemp("agentview-hw")
     config = BuildConfig(agentview_hw=AGENTVIEW_HW)
-    for spec, key in ((MIND2WEB, "train"), (SOURCES[1], "win_mac")):
+    for spec, key in ((MIND2WEB, "train"), (AGENTNET, "win_mac")):
         build_directory(spec, key, out, RawSettings("mirror", demo_mirror), config)
     return out
 

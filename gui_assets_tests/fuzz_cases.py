@@ -16,11 +16,13 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from gui_assets import invariants, shard_reader
-from gui_assets.layout import OutLayout
-from gui_assets.mirror import RawInputError
-from gui_assets.pipeline import EmptyPartitionError, RawSettings, build_directory, fetch_raw
-from gui_assets.sources import SOURCES, SourceSpec
+from gui_assets.checks import invariants
+from gui_assets.core import shard_reader
+from gui_assets.core.layout import OutLayout
+from gui_assets.pipeline.chain import EmptyPartitionError, RawSettings, build_directory, fetch_raw
+from gui_assets.sources.mirror import RawInputError
+from gui_assets.sources.registry import SOURCES
+from gui_assets.sources.spec import SourceSpec
 from gui_assets_tests.fuzz_damage import IMAGE_DAMAGE, VALUE_DAMAGE, damage_file
 
 # The partition fuzzed per source: its first, unless named here. AgentNet's ubuntu partition

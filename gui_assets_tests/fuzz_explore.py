@@ -188,8 +188,8 @@ def summary_table(doc: dict[str, Any]) -> str:
 
 def _prepare(args: argparse.Namespace, sources: set[str]) -> tuple[Path, Path, Path]:
     """(workdir, demo mirror, baselines JSON) for a run over `sources`."""
-    from gui_assets.demo import ensure_demo_mirror
-    from gui_assets.sources import SOURCES
+    from gui_assets.sources.demo_mirror import ensure_demo_mirror
+    from gui_assets.sources.registry import SOURCES
     from gui_assets_tests.fuzz_cases import build_baselines
 
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="fuzz-explore-")).resolve()

@@ -98,7 +98,7 @@ def worker_main(argv: list[str] | None = None) -> int:
         proto.write(json.dumps(msg) + "\n")
         proto.flush()
 
-    from gui_assets.pipeline import RawSettings, build_directory
+    from gui_assets.pipeline.chain import RawSettings, build_directory
     from gui_assets_tests import fuzz_cases as fuzz
 
     mirror, workdir = Path(args.mirror), Path(args.workdir)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from gui_assets.python_source import parse_python
+from gui_assets.core.python_source import parse_python
 
 
 def parse_file(path: Path) -> ast.Module:

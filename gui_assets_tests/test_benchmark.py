@@ -15,7 +15,7 @@ import pytest
 from benchmarks import codecs, scale, throughput
 from benchmarks.frames import BASE_PAGES, cheap_screenshot
 from benchmarks.peak_rss import run_measured, run_measured_io
-from gui_assets.images import decode_rgb
+from gui_assets.core.images import decode_rgb
 
 REPO = Path(__file__).resolve().parents[1]
 

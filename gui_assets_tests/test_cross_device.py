@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from gui_assets.atomic import TMP_MARK, move_into_place
+from gui_assets.core.atomic import TMP_MARK, move_into_place
 from gui_assets_tests.conftest import clean_env, cli_materialize
 
 

@@ -24,11 +24,11 @@ import numpy as np
 import pytest
 
 from benchmarks.frames import write_mirror
-from gui_assets.config import BuildConfig
+from gui_assets.core.config import BuildConfig
+from gui_assets.core.layout import OutLayout
 from gui_assets.defs.repo_assets import build_repo_assets
 from gui_assets.defs.resources import AlertsResource, BuildSettings, GuiAssetsPaths, HubResource
-from gui_assets.layout import OutLayout
-from gui_assets.pipeline import (
+from gui_assets.pipeline.chain import (
     DiskFullError,
     RawSettings,
     assign_splits,
@@ -37,8 +37,8 @@ from gui_assets.pipeline import (
     fetch_raw,
     write_shards,
 )
-from gui_assets.sources import MIND2WEB
-from gui_assets.writers import lerobot_export
+from gui_assets.publish import lerobot_export
+from gui_assets.sources.mind2web.source import SPEC as MIND2WEB
 from gui_assets_tests.conftest import clean_env, dagster_materialize
 from gui_assets_tests.hub_server import LocalHub
 from gui_assets_tests.pysource import parse_file

@@ -28,7 +28,8 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 
-from gui_assets.sources import SOURCES, SourceSpec
+from gui_assets.sources.registry import SOURCES
+from gui_assets.sources.spec import SourceSpec
 from gui_assets_tests.fuzz_cases import (
     BUILT_WHOLE,
     DROPPED_AND_COUNTED,

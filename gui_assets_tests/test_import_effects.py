@@ -125,9 +125,12 @@ def assert_untouched(seen: dict[str, Any]) -> None:
 
 def test_there_is_a_core_to_import():
     names = core_modules()
-    assert {"gui_assets", "gui_assets.ir", "gui_assets.pipeline", "gui_assets.writers.libero_hdf5"} <= set(
-        names
-    )
+    assert {
+        "gui_assets",
+        "gui_assets.core.ir",
+        "gui_assets.pipeline.chain",
+        "gui_assets.pipeline.libero_hdf5",
+    } <= set(names)
     assert len(names) > 40 and not [n for n in names if n.startswith(SHELL)]
 
 
@@ -135,9 +138,13 @@ def test_there_is_a_core_to_import():
     "modules",
     [
         ["gui_assets"],
-        ["gui_assets.ir"],
-        ["gui_assets.writers.libero_hdf5", "gui_assets.adapters.mind2web", "gui_assets.pipeline"],
-        ["gui_assets.stages.episodes", "gui_assets.writers.preview"],  # these use gui_assets.memory
+        ["gui_assets.core.ir"],
+        [
+            "gui_assets.pipeline.libero_hdf5",
+            "gui_assets.sources.mind2web.adapter",
+            "gui_assets.pipeline.chain",
+        ],
+        ["gui_assets.pipeline.episodes", "gui_assets.publish.preview"],  # these use gui_assets.core.memory
     ],
     ids=["package", "ir", "writer-adapter-pipeline", "memory-users"],
 )
@@ -154,7 +161,7 @@ def test_importing_every_core_module_changes_nothing():
 
 def test_a_pool_chosen_before_the_import_stays():
     seen = probe(
-        ["gui_assets", "gui_assets.stages.episodes", "gui_assets.writers.preview"], preload_pyarrow=True
+        ["gui_assets", "gui_assets.pipeline.episodes", "gui_assets.publish.preview"], preload_pyarrow=True
     )
     assert_untouched(seen)
     assert seen["before"]["pool"] == seen["after"]["pool"] == pyarrow_default_pool()

@@ -5,8 +5,6 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 from gui_assets_tests.pysource import parse_file
 
 PACKAGE = Path(__file__).resolve().parents[1] / "gui_assets"
@@ -15,9 +13,9 @@ MAX_FUNCTION_LINES = 80
 # Data tables, not logic: a long literal reads best in one place.
 # The demo mirror's recorded tasks are tables of literal actions, whatever the function around them.
 TABLES = {
-    ("gui_assets/demo/mind2web_mirror.py", "_tasks"),
-    ("gui_assets/demo/weblinx_mirror.py", "_demo_turns"),
-    ("gui_assets/demo/cuagym_mirror.py", "rows"),
+    ("gui_assets/sources/mind2web/demo.py", "_tasks"),
+    ("gui_assets/sources/weblinx/demo.py", "_demo_turns"),
+    ("gui_assets/sources/cuagym/demo.py", "rows"),
 }
 
 
@@ -66,24 +64,102 @@ def test_core_modules_never_import_dagster():
         assert not any(n.split(".")[0] == "dagster" for n in imported_names(p)), p
 
 
-def test_the_registry_is_imported_only_by_the_location_the_backfill_and_the_demo_command():
-    assert importers_of("gui_assets.sources") == {
-        "gui_assets.definitions",
-        "gui_assets.backfill",
-        "gui_assets.demo_build",  # every partition of every source, for `gui-assets demo`
-        "gui_assets.defs.resources",  # the demo mirror's generators and each source's options config
-        "gui_assets.source_docs",  # renders every source's page and the README tables
+# Each folder of the package (and the two top modules) with the folders it may import besides
+# itself: the layers stand core <- sources <- pipeline <- publish <- checks <- defs <- definitions,
+# with validate (imports nothing) and viewer (only core) beside them, and cli on top.
+ALLOWED: dict[str, set[str]] = {
+    "core": set(),
+    "validate": set(),
+    "viewer": {"core"},
+    "sources": {"core"},
+    "pipeline": {"core", "sources"},
+    "publish": {"core", "sources", "pipeline"},
+    "checks": {"core", "sources", "pipeline", "publish", "validate"},
+    "defs": {"core", "sources", "pipeline", "publish", "checks", "validate", "viewer"},
+    "cli": {"core", "sources", "pipeline", "publish", "checks", "validate", "viewer"},
+    "definitions": {"core", "sources", "pipeline", "defs"},
+    "__init__": {"definitions"},
+}
+# The shared part of `sources/`: what every source folder may use, and which uses none of them.
+SOURCES_SHARED = {
+    "spec",
+    "assembly",
+    "mirror",
+    "remote",
+    "archives",
+    "demo_render",
+    "demo_mirror",
+    "registry",
+}
+
+
+def folder_of(module: str) -> str:
+    """`gui_assets.pipeline.sharding` -> pipeline; `gui_assets` -> __init__."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def upward_imports(graph: dict[str, set[str]], allowed: dict[str, set[str]]) -> list[str]:
+    """Every import from a folder to one it may not import, as `module -> module`."""
+    return sorted(
+        f"{a} -> {b}"
+        for a, targets in graph.items()
+        for b in targets
+        if folder_of(b) != folder_of(a) and folder_of(b) not in allowed[folder_of(a)]
+    )
+
+
+def test_the_package_is_eleven_entries_and_each_folder_says_what_lives_there():
+    entries = sorted(
+        p.name for p in PACKAGE.iterdir() if p.name != "__pycache__" and not p.name.endswith(".egg-info")
+    )
+    assert len(entries) <= 12, entries
+    folders = {p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert folders == set(ALLOWED) - {"definitions", "__init__"}, folders
+    for folder in sorted(folders):
+        doc = ast.get_docstring(parse_file(PACKAGE / folder / "__init__.py")) or ""
+        assert "import" in doc and len(doc.split()) >= 25, (
+            f"{folder}/__init__.py must say what lives there and what it may import"
+        )
+
+
+def test_each_folder_imports_only_the_layers_below_it():
+    assert upward_imports(module_graph(), ALLOWED) == []
+
+
+def test_an_upward_import_is_found():
+    graph = {
+        "gui_assets.core.ir": {"gui_assets.pipeline.sharding"},
+        "gui_assets.pipeline.sharding": {"gui_assets.core.ir"},
     }
+    assert upward_imports(graph, ALLOWED) == ["gui_assets.core.ir -> gui_assets.pipeline.sharding"]
 
 
-@pytest.mark.parametrize("layer", ["gui_assets.writers", "gui_assets.stages", "gui_assets.pipeline"])
-def test_writers_stages_and_the_pipeline_know_no_source(layer):
-    """Writers read DatasetInfo and files; stages are handed a SourceSpec; neither imports an
-    adapter or the registry, so adding a source touches neither."""
-    for name, path in modules().items():
-        if name == layer or name.startswith(layer + "."):
-            bad = {i for i in imports_of(path) if i.startswith(("gui_assets.adapters", "gui_assets.sources"))}
-            assert not bad, (name, bad)
+def test_a_source_folder_imports_no_other_source_and_the_shared_part_no_source():
+    """A source is its folder: it may use the shared reading helpers and the core, never another
+    source's folder; the shared part (and every layer above) never names a source's folder, so
+    adding or removing one edits nothing else."""
+    found = []
+    for name, targets in module_graph().items():
+        parts = name.split(".")
+        own = parts[2] if folder_of(name) == "sources" and len(parts) > 3 else None
+        for t in targets:
+            tp = t.split(".")
+            if folder_of(t) != "sources" or len(tp) < 3 or tp[2] in SOURCES_SHARED:
+                continue
+            if tp[2] != own:
+                found.append(f"{name} -> {t}")
+    assert found == []
+
+
+def test_the_registry_is_imported_only_by_the_location_the_resources_and_the_commands():
+    assert importers_of("gui_assets.sources.registry") == {
+        "gui_assets.definitions",
+        "gui_assets.cli.backfill",
+        "gui_assets.cli.demo",  # every partition of every source, for `gui-assets demo`
+        "gui_assets.defs.resources",  # the demo mirror's generators and each source's options config
+        "gui_assets.cli.docs",  # renders every source's page and the README tables
+    }
 
 
 def test_no_module_over_500_lines_and_no_function_over_80():
@@ -178,7 +254,7 @@ def _in_shell(name: str) -> bool:
 def test_the_shell_reads_no_command_line_swaps_no_module_class_and_tunes_no_allocator():
     """Loading the code location is plain: what a run does is decided by Dagster's own command
     line and the environment, never by the location reading argv; no module object is replaced
-    or retyped; the allocator settings are environment variables (gui_assets.memory)."""
+    or retyped; the allocator settings are environment variables (gui_assets.core.memory)."""
     found = []
     for name, path in modules().items():
         tree = parse_file(path)
@@ -189,7 +265,7 @@ def test_the_shell_reads_no_command_line_swaps_no_module_class_and_tunes_no_allo
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 if any(isinstance(t, ast.Attribute) and t.attr == "__class__" for t in targets):
                     found.append(f"{name}:{node.lineno} assigns __class__")
-        if _in_shell(name) or name == "gui_assets.memory":
+        if _in_shell(name) or name == "gui_assets.core.memory":
             low_level = {n for n in imported_names(path) if n.split(".")[0] in ("ctypes", "mmap")}
             found += [f"{name} imports {n}" for n in sorted(low_level)]
     assert not found

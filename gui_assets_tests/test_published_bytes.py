@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from gui_assets.layout import WORK_DIR
+from gui_assets.core.layout import WORK_DIR
 from gui_assets_tests.conftest import clean_env
 
 PARTITIONS = "mind2web:train,pango:sample"

@@ -1,4 +1,4 @@
-"""The six asset checks of a source, per partition: thin wrappers over gui_assets.invariants.
+"""The six asset checks of a source, per partition: thin wrappers over gui_assets.checks.invariants.
 
     on S_shards:        alignment_leakage (blocking: an ERROR stops everything downstream),
                         causal_cursor, action_mask, scroll_histogram
@@ -16,16 +16,17 @@ from typing import Any
 
 import dagster as dg
 
-from gui_assets import charts, integrity, invariants, shard_reader
-from gui_assets.alerts import Alert
+from gui_assets.checks import charts, integrity, invariants
+from gui_assets.checks.alerts import Alert
+from gui_assets.checks.invariants import Verdict
+from gui_assets.core import shard_reader
+from gui_assets.core.episode_store import ImageStore
+from gui_assets.core.layout import OutLayout
 from gui_assets.defs.metadata import inline_image
 from gui_assets.defs.partitions import source_partitions
 from gui_assets.defs.resources import AlertsResource, GuiAssetsPaths
-from gui_assets.episode_store import ImageStore
-from gui_assets.invariants import Verdict
-from gui_assets.layout import OutLayout
-from gui_assets.source_spec import SourceSpec
-from gui_assets.stages.split import read_split_rows
+from gui_assets.pipeline.split import read_split_rows
+from gui_assets.sources.spec import SourceSpec
 
 
 def _scalar_metadata(figures: dict[str, Any]) -> dict[str, Any]:

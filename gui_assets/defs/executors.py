@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dagster as dg
 
-from gui_assets import settings
+from gui_assets.pipeline import settings
 
 EXECUTORS = settings.EXECUTOR.choices
 

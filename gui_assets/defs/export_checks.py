@@ -1,14 +1,14 @@
-"""The LeRobot export's checks (gui_assets.lerobot_verify): counts, frames and tasks against the
+"""The LeRobot export's checks (gui_assets.checks.lerobot_verify): counts, frames and tasks against the
 shards, each ERROR when broken and alerting as the source checks do."""
 
 from collections.abc import Callable
 
 import dagster as dg
 
-from gui_assets import lerobot_verify
+from gui_assets.checks import lerobot_verify
+from gui_assets.checks.invariants import Verdict
 from gui_assets.defs.checks import report
 from gui_assets.defs.resources import AlertsResource, GuiAssetsPaths
-from gui_assets.invariants import Verdict
 
 EXPORT = dg.AssetKey("lerobot_export")
 LEROBOT_CHECKS: dict[str, tuple[Callable[..., Verdict], str]] = {

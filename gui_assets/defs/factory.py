@@ -28,7 +28,7 @@ from gui_assets.defs.source_assets import (
     upload_asset,
 )
 from gui_assets.defs.upstream_assets import upstream_asset
-from gui_assets.source_spec import SourceSpec
+from gui_assets.sources.spec import SourceSpec
 
 
 def build_source_defs(spec: SourceSpec) -> dg.Definitions:

@@ -18,7 +18,7 @@ from gui_assets.defs.resources import AlertsResource, BuildSettings, GuiAssetsPa
 from gui_assets.defs.run_summary import RUN_SUMMARY_HOOKS
 from gui_assets.defs.sensors import run_failure_alerts
 from gui_assets.defs.upstream_assets import observation_defs
-from gui_assets.source_spec import SourceSpec
+from gui_assets.sources.spec import SourceSpec
 
 CORE_LOGGER = "gui_assets"  # the core's stdlib loggers are `logging.getLogger(__name__)`
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import dagster as dg
 
-from gui_assets.layout import OutLayout
-from gui_assets.lease import PartitionBusy, claim
+from gui_assets.core.layout import OutLayout
+from gui_assets.pipeline.lease import PartitionBusy, claim
 
 OWNERS = ["team:gui_assets"]
 
@@ -80,7 +80,7 @@ _FINISHED = {dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.Dagste
 def claim_partition(
     context: dg.OpExecutionContext | dg.AssetExecutionContext, out_root: Path, directory: str
 ) -> OutLayout:
-    """Claim the partition for this run before a stage writes (gui_assets.lease) and return the
+    """Claim the partition for this run before a stage writes (gui_assets.pipeline.lease) and return the
     output layout to write in; a partition another run is building fails this step at once,
     naming that run."""
     executor = context.job_def.executor_def.name

@@ -6,7 +6,7 @@ import functools
 
 import dagster as dg
 
-from gui_assets.source_spec import SourceSpec
+from gui_assets.sources.spec import SourceSpec
 
 
 @functools.cache

@@ -8,17 +8,17 @@ from pathlib import Path
 
 import dagster as dg
 
+from gui_assets.core.errors import DiskFullError
+from gui_assets.core.layout import PREVIEW_DIR, built_directories
 from gui_assets.defs.metadata import OWNERS, digest, fail, file_digest
 from gui_assets.defs.resources import BuildSettings, GuiAssetsPaths, HubResource
-from gui_assets.errors import DiskFullError
-from gui_assets.layout import PREVIEW_DIR, built_directories
-from gui_assets.lineage import stage_version
-from gui_assets.source_spec import SourceSpec
-from gui_assets.stages.common import disk_full_named
+from gui_assets.pipeline.common import disk_full_named
+from gui_assets.pipeline.lineage import stage_version
+from gui_assets.publish import card, cua_lite, lerobot, lerobot_export, preview
+from gui_assets.publish import hub as hub_writer
+from gui_assets.publish.lerobot_video import VideoError
+from gui_assets.sources.spec import SourceSpec
 from gui_assets.viewer.samples import SAMPLES_DIR, write_sample_pages
-from gui_assets.writers import card, cua_lite, lerobot, lerobot_export, preview
-from gui_assets.writers import hub as hub_writer
-from gui_assets.writers.lerobot_video import VideoError
 
 GROUP = "publish"
 COMMON = {"group_name": GROUP, "owners": OWNERS}

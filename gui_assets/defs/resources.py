@@ -1,6 +1,6 @@
 """Resources: where inputs and outputs live, how the hub is reached, the byte-changing knobs.
 
-Every setting is declared in gui_assets.settings (variables and knobs) or on a source's spec
+Every setting is declared in gui_assets.pipeline.settings (variables and knobs) or on a source's spec
 (its options); this module only reads them. Environment variables are read when a run starts,
 never at import, so the code location loads with nothing set; a field set explicitly (tests,
 run config) wins over the environment. The resources serve the registered sources: the demo
@@ -15,15 +15,15 @@ from typing import Any
 import dagster as dg
 import pydantic
 
-from gui_assets import settings
-from gui_assets.alerts import Alert, Delivery, deliver
-from gui_assets.config import BuildConfig
-from gui_assets.demo import ensure_demo_mirror
-from gui_assets.layout import WORK_DIR
-from gui_assets.source_spec import OptionError, SourceSpec
-from gui_assets.sources import SOURCES
-from gui_assets.stages.raw import RawSettings
-from gui_assets.writers.hub import HfHubTarget, LocalHubTarget, Target
+from gui_assets.checks.alerts import Alert, Delivery, deliver
+from gui_assets.core.config import BuildConfig
+from gui_assets.core.layout import WORK_DIR
+from gui_assets.pipeline import settings
+from gui_assets.pipeline.raw import RawSettings
+from gui_assets.publish.hub import HfHubTarget, LocalHubTarget, Target
+from gui_assets.sources.demo_mirror import ensure_demo_mirror
+from gui_assets.sources.registry import SOURCES
+from gui_assets.sources.spec import OptionError, SourceSpec
 
 DEMO_MIRROR_DIR = "demo_mirror"
 
@@ -156,7 +156,7 @@ def _source_options_model(sources: tuple[SourceSpec, ...]) -> type[dg.Config]:
 
 
 SourceOptions = _source_options_model(SOURCES)
-# The knobs, from gui_assets.settings (the byte-changing ones are BuildConfig's fields) and each
+# The knobs, from gui_assets.pipeline.settings (the byte-changing ones are BuildConfig's fields) and each
 # registered source's options (`source_options.<source>.<option>`). Recorded in build.config.
 BuildSettings = pydantic.create_model(
     "BuildSettings",

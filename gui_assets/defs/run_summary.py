@@ -18,9 +18,9 @@ from typing import Any
 
 import dagster as dg
 
-from gui_assets.layout import WORK_DIR
-from gui_assets.run_summary import BuiltDirectory, Published, RunSummary, keep_summary
-from gui_assets.writers.hub import LocalHubTarget
+from gui_assets.core.layout import WORK_DIR
+from gui_assets.pipeline.run_summary import BuiltDirectory, Published, RunSummary, keep_summary
+from gui_assets.publish.hub import LocalHubTarget
 
 SUMMED = {
     dg.DagsterEventType.STEP_FAILURE,

@@ -3,7 +3,7 @@ inside their own evaluation and need nothing running."""
 
 import dagster as dg
 
-from gui_assets.alerts import Alert
+from gui_assets.checks.alerts import Alert
 from gui_assets.defs.resources import AlertsResource, GuiAssetsPaths
 
 

@@ -9,16 +9,17 @@ from typing import Any
 
 import dagster as dg
 
-from gui_assets import charts, shard_reader
+from gui_assets.checks import charts
+from gui_assets.core import shard_reader
+from gui_assets.core.errors import DiskFullError, EmptyPartitionError
+from gui_assets.core.layout import OutLayout
 from gui_assets.defs.metadata import claim_partition, digest, fail, inline_image, md_table
 from gui_assets.defs.resources import BuildSettings, GuiAssetsPaths
 from gui_assets.defs.upstream_assets import maintain_condition
-from gui_assets.errors import DiskFullError, EmptyPartitionError
-from gui_assets.layout import OutLayout
-from gui_assets.lineage import stage_version
-from gui_assets.shard_records import PublishError, ShardManifest
-from gui_assets.source_spec import SourceSpec
-from gui_assets.stages import shards as shards_stage
+from gui_assets.pipeline import shards as shards_stage
+from gui_assets.pipeline.lineage import stage_version
+from gui_assets.pipeline.shard_records import PublishError, ShardManifest
+from gui_assets.sources.spec import SourceSpec
 
 SHEET_CAPTION = (
     "Sampled frames: red cross = the action's point; orange arrow = a scroll or drag gesture (start to "

@@ -1,6 +1,6 @@
 """One builder per asset of a source's chain (the shards graph asset is in shard_graph.py).
 
-Each asset body resolves its resources, calls one stage of gui_assets.stages and reports what
+Each asset body resolves its resources, calls one stage of gui_assets.pipeline and reports what
 it wrote as metadata and a data_version (a hash of what it wrote).
 """
 
@@ -8,8 +8,9 @@ from typing import Any
 
 import dagster as dg
 
-from gui_assets import episode_store, splits
-from gui_assets.build_changes import read_change
+from gui_assets.core import episode_store, splits
+from gui_assets.core.errors import DiskFullError, EmptyPartitionError
+from gui_assets.core.layout import DatasetInfo
 from gui_assets.defs.metadata import change_metadata, claim_partition, digest, fail, file_digest, md_table
 from gui_assets.defs.resources import BuildSettings, GuiAssetsPaths, HubResource
 from gui_assets.defs.upstream_assets import (
@@ -18,16 +19,15 @@ from gui_assets.defs.upstream_assets import (
     record_built_from,
     upstream_key,
 )
-from gui_assets.errors import DiskFullError, EmptyPartitionError
-from gui_assets.layout import DatasetInfo
-from gui_assets.lineage import stage_version
-from gui_assets.mirror import RawInputError
-from gui_assets.source_spec import SourceSpec
-from gui_assets.stages import episodes as episodes_stage
-from gui_assets.stages import info as info_stage
-from gui_assets.stages import raw as raw_stage
-from gui_assets.stages import split as split_stage
-from gui_assets.writers import hub as hub_writer
+from gui_assets.pipeline import episodes as episodes_stage
+from gui_assets.pipeline import info as info_stage
+from gui_assets.pipeline import raw as raw_stage
+from gui_assets.pipeline import split as split_stage
+from gui_assets.pipeline.changes import read_change
+from gui_assets.pipeline.lineage import stage_version
+from gui_assets.publish import hub as hub_writer
+from gui_assets.sources.mirror import RawInputError
+from gui_assets.sources.spec import SourceSpec
 
 
 def chain_key(spec: SourceSpec, stage: str = "") -> dg.AssetKey:

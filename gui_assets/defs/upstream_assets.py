@@ -25,13 +25,13 @@ from collections.abc import Sequence
 
 import dagster as dg
 
+from gui_assets.core.layout import OutLayout
 from gui_assets.defs.metadata import fail
 from gui_assets.defs.partitions import source_partitions
 from gui_assets.defs.resources import GuiAssetsPaths, HubResource
-from gui_assets.layout import OutLayout
-from gui_assets.mirror import HashCache, RawInputError
-from gui_assets.source_spec import SourceSpec
-from gui_assets.upstream import observe
+from gui_assets.pipeline.upstream import observe
+from gui_assets.sources.mirror import HashCache, RawInputError
+from gui_assets.sources.spec import SourceSpec
 
 OBSERVE_EVERY_S = 6 * 3600
 DATA_VERSION_TAG = "dagster/data_version"  # where an observation carries its data version

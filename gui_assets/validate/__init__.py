@@ -9,7 +9,8 @@ Exit status: 0 when every rule holds, 1 when any is broken, 2 for a usage error 
 not there, or holds nothing to judge).
 
 This is an independent judge: it holds its own statement of the format (`format.py`) and reads
-files with h5py, numpy and json; it imports nothing of the pipeline that writes them.
+files with h5py, numpy and json; it imports nothing of the package outside this folder,
+least of all the pipeline that writes them.
 """
 
 from __future__ import annotations

@@ -45,6 +45,9 @@ shards: an absolute path or ".." is 400, anything else not served is 404)
         file's current version the answer is cacheable for good. 404 past the last step,
         422 for a frame that cannot be shown.
     /, /static/<name>: the page (gui_assets/viewer/static/).
+
+Modules here import only the core (the shard reader and the PNG encoder): the viewer reads what
+any user downloads, never the pipeline that wrote it.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
-from gui_assets.atomic import atomic_path, sha256_file
+from gui_assets.core.atomic import atomic_path, sha256_file
 from gui_assets.viewer.catalog import INFO_NAME, BadPath, NotServed
 from gui_assets.viewer.frames import encode_png, read_frame
 from gui_assets.viewer.server import STATIC_DIR, Viewer

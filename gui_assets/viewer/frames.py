@@ -14,8 +14,8 @@ from typing import TypeVar
 import h5py
 import numpy as np
 
-from gui_assets.png import COLOUR_TYPES, encode_pixels
-from gui_assets.shard_reader import inflate, read_chunk
+from gui_assets.core.png import COLOUR_TYPES, encode_pixels
+from gui_assets.core.shard_reader import inflate, read_chunk
 from gui_assets.viewer.catalog import NotServed, UnreadableShard, demo_names, file_version
 
 FRAME_DATASETS = {

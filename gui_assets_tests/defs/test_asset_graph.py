@@ -16,8 +16,8 @@ import pytest
 
 from gui_assets.definitions import defs
 from gui_assets.defs.factory import build_source_defs
-from gui_assets.source_spec import SourceSpec
-from gui_assets.sources import SOURCES
+from gui_assets.sources.registry import SOURCES
+from gui_assets.sources.spec import SourceSpec
 from gui_assets_tests.conftest import asset_keys
 
 CHAIN = [

@@ -22,10 +22,10 @@ from pathlib import Path
 import pytest
 
 from benchmarks.frames import write_mirror
-from gui_assets.atomic import sha256_file
-from gui_assets.config import BuildConfig
-from gui_assets.pipeline import RawSettings, build_directory
-from gui_assets.sources import MIND2WEB
+from gui_assets.core.atomic import sha256_file
+from gui_assets.core.config import BuildConfig
+from gui_assets.pipeline.chain import RawSettings, build_directory
+from gui_assets.sources.mind2web.source import SPEC as MIND2WEB
 from gui_assets_tests.conftest import clean_env, dagster_materialize, free_port
 
 pytestmark = pytest.mark.slow

@@ -8,7 +8,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from gui_assets.alerts import ALERTS_FILE
+from gui_assets.checks.alerts import ALERTS_FILE
 from gui_assets.defs.resources import AlertsResource, BuildSettings, GuiAssetsPaths, HubResource
 from gui_assets.defs.sensors import run_failure_alerts
 from gui_assets_tests.conftest import clean_env, cli_materialize, m2w_row, page_bytes, source_definitions

@@ -11,7 +11,7 @@ import dagster as dg
 import pytest
 
 from gui_assets.defs.resources import AlertsResource, BuildSettings, GuiAssetsPaths, HubResource
-from gui_assets.sources import SOURCES
+from gui_assets.sources.registry import SOURCES
 from gui_assets_tests.conftest import clean_env, cli_materialize, source_definitions
 from gui_assets_tests.defs.test_asset_graph import CHAIN
 from gui_assets_tests.hub_server import LocalHub

@@ -5,11 +5,11 @@ from __future__ import annotations
 import dagster as dg
 import yaml
 
+from gui_assets.core.layout import DatasetInfo
 from gui_assets.defs.export_checks import build_export_checks
 from gui_assets.defs.repo_assets import build_repo_assets
 from gui_assets.defs.resources import AlertsResource, BuildSettings, GuiAssetsPaths, HubResource
-from gui_assets.layout import DatasetInfo
-from gui_assets.sources import SOURCES
+from gui_assets.sources.registry import SOURCES
 from gui_assets_tests.conftest import source_definitions
 
 

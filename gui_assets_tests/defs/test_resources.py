@@ -1,5 +1,5 @@
 """The resources read every setting from its one declaration: the build resource's fields are
-made from gui_assets.settings and the registered sources' options, typed in run config as a user
+made from gui_assets.pipeline.settings and the registered sources' options, typed in run config as a user
 types them, and recorded in dataset_info.json build.config."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from gui_assets import settings
-from gui_assets.config import BuildConfig
+from gui_assets.core.config import BuildConfig
 from gui_assets.defs.resources import AlertsResource, BuildSettings, GuiAssetsPaths, HubResource
-from gui_assets.sources import SOURCES
+from gui_assets.pipeline import settings
+from gui_assets.sources.registry import SOURCES
 from gui_assets_tests.conftest import clean_env, source_definitions
 
 

@@ -10,9 +10,9 @@ from types import SimpleNamespace
 import dagster as dg
 import pytest
 
+from gui_assets.cli.demo import whole_build_lines
 from gui_assets.defs.run_summary import steps_left
-from gui_assets.demo_build import whole_build_lines
-from gui_assets.run_summary import BuiltDirectory, Published, RunSummary, read_summary
+from gui_assets.pipeline.run_summary import BuiltDirectory, Published, RunSummary, read_summary
 from gui_assets_tests.conftest import clean_env, cli_materialize
 
 START, OK, FAIL = (

@@ -21,11 +21,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from gui_assets import unit_reuse
-from gui_assets.adapters import mind2web
 from gui_assets.defs import shard_graph, source_assets
 from gui_assets.defs.resources import GuiAssetsPaths, HubResource
-from gui_assets.writers import libero_hdf5
+from gui_assets.pipeline import libero_hdf5, unit_reuse
+from gui_assets.sources.mind2web import adapter as mind2web
 from gui_assets_tests.defs.test_upstream import CHAIN, REPO, build, mind2web_defs, observe, statuses
 
 BUILT = ["test_task", "test_domain"]  # two small partitions; the others are never built

@@ -12,15 +12,15 @@ from pathlib import Path
 import dagster as dg
 import pyarrow.parquet as pq
 
-from gui_assets.assembly import AdapterRun, Steps
+from gui_assets.core.drops import Drop, DropReason
+from gui_assets.core.ir import POINT_MASK, ActionType, GuiEpisode, SourceRef, step_builder
+from gui_assets.core.layout import DatasetInfo
+from gui_assets.core.splits import shipped_split
 from gui_assets.defs.location import build_definitions
 from gui_assets.defs.resources import AlertsResource, BuildSettings, GuiAssetsPaths, HubResource
-from gui_assets.demo import ensure_demo_mirror
-from gui_assets.drops import Drop, DropReason
-from gui_assets.ir import POINT_MASK, ActionType, GuiEpisode, SourceRef, step_builder
-from gui_assets.layout import DatasetInfo
-from gui_assets.source_spec import SourceSpec
-from gui_assets.splits import shipped_split
+from gui_assets.sources.assembly import AdapterRun, Steps
+from gui_assets.sources.demo_mirror import ensure_demo_mirror
+from gui_assets.sources.spec import SourceSpec
 from gui_assets_tests.conftest import asset_keys, page_bytes
 
 REPO = "toy-org/toy-repo"

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from gui_assets.backfill import graphql
+from gui_assets.cli.backfill import graphql
 from gui_assets_tests.conftest import clean_env, cli_materialize, free_port
 
 pytestmark = pytest.mark.slow
@@ -127,7 +127,7 @@ def test_graph_partition_checks_and_backfill_in_a_real_browser(dagster_dev):
         assert shot.stat().st_size > 20_000, shot  # a real page, not a blank one
 
     r = subprocess.run(
-        [sys.executable, "-m", "gui_assets.backfill", "--url", base, "--source", "mind2web"],
+        [sys.executable, "-m", "gui_assets.cli.backfill", "--url", base, "--source", "mind2web"],
         cwd=REPO, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert r.returncode == 0, r.stderr

@@ -16,7 +16,7 @@ from dagster._core.definitions.data_version import CachingStaleStatusResolver
 from gui_assets.defs.location import build_definitions
 from gui_assets.defs.resources import AlertsResource, BuildSettings, GuiAssetsPaths, HubResource
 from gui_assets.defs.upstream_assets import observe_job_name
-from gui_assets.sources import MIND2WEB
+from gui_assets.sources.mind2web.source import SPEC as MIND2WEB
 from gui_assets_tests.hub_server import LocalHub
 
 REPO = MIND2WEB.repo_id
