@@ -1,7 +1,8 @@
 """Publishing across file systems: a build directory on a data disk (a symlink or mount) while the
 work folder sits elsewhere, where a rename between them fails with EXDEV.
 
-The other file system is a real tmpfs: one mounted for the test (as root), else /dev/shm."""
+The other file systems are real tmpfs mounts made for the test (as root); a test that needs only
+one falls back to /dev/shm."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import pytest
@@ -27,10 +29,10 @@ def _try_mount_tmpfs(point: Path) -> bool:
     return subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2g", "tmpfs", str(point)]).returncode == 0
 
 
-@pytest.fixture
-def other_fs(tmp_path: Path) -> Iterator[Path]:
-    """An empty folder on a tmpfs: a file system other than tmp_path's."""
-    point = tmp_path / "tmpfs"
+@contextmanager
+def _tmpfs(tmp_path: Path, name: str) -> Iterator[Path]:
+    """An empty folder on a tmpfs of its own (mounted as root), else a folder of /dev/shm."""
+    point = tmp_path / name
     mounted = _try_mount_tmpfs(point)
     folder = point if mounted else Path(tempfile.mkdtemp(dir="/dev/shm"))
     if os.stat(folder).st_dev == os.stat(tmp_path).st_dev:
@@ -42,6 +44,13 @@ def other_fs(tmp_path: Path) -> Iterator[Path]:
             subprocess.run(["umount", "-l", str(point)], check=False)
         else:
             shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def other_fs(tmp_path: Path) -> Iterator[Path]:
+    """An empty folder on a tmpfs: a file system other than tmp_path's."""
+    with _tmpfs(tmp_path, "tmpfs") as folder:
+        yield folder
 
 
 def test_a_rename_between_the_two_really_crosses_file_systems(tmp_path: Path, other_fs: Path) -> None:
@@ -80,23 +89,34 @@ def _files(root: Path) -> dict[str, str]:
     return out
 
 
+MOVED = ("mind2web_train", "_work", "hub", "cua_lite")
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("moved", ["mind2web_train", "_work", "hub", "cua_lite"])
 def test_a_cli_build_publishes_across_file_systems_and_reruns_clean(
-    tmp_path: Path, other_fs: Path, demo_mirror: Path, moved: str
+    tmp_path: Path, demo_mirror: Path
 ) -> None:
-    """`build/<moved>` is a symlink onto the tmpfs (a dataset directory, the work folder, the local
-    repo folder or the cua-lite export), so files cross file systems on their way out. The build
-    succeeds, its output validates, and a rerun succeeds with the same bytes and leaves no temp
-    file on either file system."""
+    """A dataset directory, the work folder, the local repo folder and the cua-lite export are each
+    a symlink onto a tmpfs of its own, so every file crosses a file system on its way out (from
+    the work folder to each of the others). The build succeeds, its output validates, and a rerun
+    succeeds with the same bytes and leaves no temp file on any file system."""
     build = tmp_path / "build"
     build.mkdir()
-    (build / moved).symlink_to(other_fs)
+    with ExitStack() as stack:
+        mounts = {name: stack.enter_context(_tmpfs(tmp_path, f"tmpfs-{name}")) for name in MOVED}
+        if len({os.stat(m).st_dev for m in mounts.values()} | {os.stat(build).st_dev}) != len(MOVED) + 1:
+            pytest.skip("needs a tmpfs mounted for each of the four folders (root)")
+        for name, folder in mounts.items():
+            (build / name).symlink_to(folder)
+        _build_twice_and_compare(build, tmp_path, demo_mirror)
+        assert (mounts["mind2web_train"] / "mind2web_train_0000.hdf5").is_file()
+        assert all((build / name).is_symlink() for name in MOVED)  # the user's links, not folders
+
+
+def _build_twice_and_compare(build: Path, cwd: Path, demo_mirror: Path) -> None:
     env = clean_env(GUI_ASSETS_MIRROR=str(demo_mirror))
-    first = cli_materialize("train", tmp_path, env)
+    first = cli_materialize("train", cwd, env)
     assert first.returncode == 0, first.stderr[-3000:]
-    shard = other_fs / "mind2web_train_0000.hdf5" if moved == "mind2web_train" else None
-    assert shard is None or shard.is_file()
     built = _files(build)
     assert any(p.startswith("mind2web_train/") and p.endswith(".hdf5") for p in built)
     v = subprocess.run(
@@ -104,10 +124,9 @@ def test_a_cli_build_publishes_across_file_systems_and_reruns_clean(
     )
     assert v.returncode == 0, v.stdout + v.stderr
 
-    again = cli_materialize("train", tmp_path, env)
+    again = cli_materialize("train", cwd, env)
     assert again.returncode == 0, again.stderr[-3000:]
     published = {p: h for p, h in _files(build).items() if not p.startswith("_work/")}
     assert published == {p: h for p, h in built.items() if not p.startswith("_work/")}
     leftovers = [p for p in _files(build) if TMP_MARK in p or ".old" in Path(p).name]
     assert not leftovers
-    assert (build / moved).is_symlink()  # still the user's link, not a folder put in its place

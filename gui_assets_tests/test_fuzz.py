@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -48,8 +48,7 @@ from gui_assets_tests.fuzz_cases import (
 from gui_assets_tests.fuzz_damage import ROUTES, damage_file, damage_route
 from gui_assets_tests.fuzz_worker import FAULT, Worker
 
-FUZZ_CASES: Counter[str] = Counter()  # printed by conftest.pytest_terminal_summary
-FUZZ_OUTCOMES: Counter[str] = Counter()
+FUZZ_PROPERTY = "fuzz_cases"  # each fuzz test's counts, summed by conftest for the run's summary
 
 # --- CI ----------------------------------------------------------------------------------
 
@@ -87,8 +86,11 @@ def fuzz_worker(
         yield worker
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("spec", "key"), TARGETS, ids=[s.name for s, _ in TARGETS])
-def test_damaged_raw_data_is_counted_never_crashes(spec: SourceSpec, key: str, fuzz_worker: Worker) -> None:
+def test_damaged_raw_data_is_counted_never_crashes(
+    spec: SourceSpec, key: str, fuzz_worker: Worker, record_property: Callable[[str, object], None]
+) -> None:
     @settings(
         max_examples=EXAMPLES_PER_SOURCE,
         deadline=None,
@@ -99,11 +101,15 @@ def test_damaged_raw_data_is_counted_never_crashes(spec: SourceSpec, key: str, f
     @given(case=cases(spec.name))
     def damaged(case: FuzzCase) -> None:
         report = fuzz_worker.run(case)
-        FUZZ_CASES[spec.name] += 1
-        FUZZ_OUTCOMES[report.outcome] += 1
+        outcomes[report.outcome] += 1
         assert report.outcome != FAULT, report.describe()
 
-    damaged()
+    outcomes: Counter[str] = Counter()
+    try:
+        damaged()
+    finally:
+        # The count travels with the test's report, so the summary adds up under xdist too.
+        record_property(FUZZ_PROPERTY, {"source": spec.name, "outcomes": dict(outcomes)})
 
 
 def test_every_registered_source_is_a_target_on_a_partition_it_has() -> None:

@@ -41,7 +41,7 @@ def _cli(out: Path, mirror: Path, home: Path) -> subprocess.Popen:
     env = clean_env(GUI_ASSETS_MIRROR=str(mirror), GUI_ASSETS_OUT=str(out), DAGSTER_HOME=str(home))
     cmd = [sys.executable, "-m", "dagster", "asset", "materialize", "-m", "gui_assets", "--select", CHAIN,
            "--partition", "train", "--config-json",
-           json.dumps({"resources": {"build": {"config": {"shard_cap_mb": 6}}}})]  # fmt: skip
+           json.dumps({"resources": {"build": {"config": {"shard_cap_mb": 2}}}})]  # fmt: skip
     # The CLI's events go to a file: a pipe nobody reads while the test waits fills up and stalls
     # the build (a run prints well over a pipe's 64 KiB).
     with (home / "cli.log").open("ab") as log:
@@ -149,7 +149,7 @@ def byte_differences(mine: list[Path], theirs: list[Path]) -> list[str]:
 
 def test_sigkill_at_random_moments_then_rerun_gives_the_same_dataset(tmp_path):
     mirror = tmp_path / "mirror"
-    write_mirror(mirror, steps=120, width=1280, height=1080, episode_len=12, jobs=2)
+    write_mirror(mirror, steps=60, width=1280, height=1080, episode_len=6, jobs=2)
 
     ref = tmp_path / "ref"
     start = time.monotonic()

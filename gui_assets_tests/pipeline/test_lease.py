@@ -18,6 +18,8 @@ from gui_assets.pipeline.lease import LEASE, PartitionBusy, claim, read_holder
 from gui_assets.sources.mind2web.source import SPEC as MIND2WEB
 from gui_assets_tests.conftest import clean_env
 
+pytestmark = pytest.mark.slow
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
