@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -130,9 +132,30 @@ def write_m2w(tmp_path: Path) -> WriteMirror:
     return write
 
 
+def built_once(tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], object]) -> Path:
+    """`build(folder)` run once per test session, even across xdist workers: the first worker to
+    get here builds under a file lock in the session's shared temp folder; the others wait for it
+    and read the same folder. What is built here is read, never changed, by the tests."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the folder every worker of this session has its own temp folder in
+    folder = root / name
+    with (root / f"{name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (root / f"{name}.done").exists():
+            shutil.rmtree(folder, ignore_errors=True)  # what a failed first attempt left
+            folder.mkdir()
+            build(folder)
+            (root / f"{name}.done").touch()
+    return folder
+
+
 @pytest.fixture(scope="session")
 def demo_mirror(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return ensure_demo_mirror(tmp_path_factory.mktemp("demo") / "mirror", SOURCES)
+    def generate(folder: Path) -> None:
+        ensure_demo_mirror(folder / "mirror", SOURCES)
+
+    return built_once(tmp_path_factory, "demo", generate) / "mirror"
 
 
 @pytest.fixture(scope="session")
@@ -140,9 +163,14 @@ def demo_build(
     tmp_path_factory: pytest.TempPathFactory, demo_mirror: Path
 ) -> tuple[Path, dict[str, DatasetInfo]]:
     """Every Mind2Web partition of the demo mirror built once: (out dir, infos by partition)."""
-    out = tmp_path_factory.mktemp("build")
+
+    def build(out: Path) -> None:
+        for key in MIND2WEB.partition_keys:
+            build_directory(MIND2WEB, key, out, RawSettings(mode="mirror", mirror=demo_mirror))
+
+    out = built_once(tmp_path_factory, "build", build)
     infos = {
-        key: build_directory(MIND2WEB, key, out, RawSettings(mode="mirror", mirror=demo_mirror))
+        key: DatasetInfo.read(out / MIND2WEB.directory(key) / "dataset_info.json")
         for key in MIND2WEB.partition_keys
     }
     return out, infos
@@ -151,11 +179,13 @@ def demo_build(
 @pytest.fixture(scope="session")
 def every_demo(demo_mirror: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Every partition of every source of the demo mirror, built once: the out dir."""
-    out = tmp_path_factory.mktemp("every-demo")
-    for spec in SOURCES:
-        for key in spec.partition_keys:
-            build_directory(spec, key, out, RawSettings("mirror", demo_mirror))
-    return out
+
+    def build(out: Path) -> None:
+        for spec in SOURCES:
+            for key in spec.partition_keys:
+                build_directory(spec, key, out, RawSettings("mirror", demo_mirror))
+
+    return built_once(tmp_path_factory, "every-demo", build)
 
 
 AGENTVIEW_HW = (360, 640)
@@ -164,11 +194,13 @@ AGENTVIEW_HW = (360, 640)
 @pytest.fixture(scope="session")
 def agentview_hw_build(demo_mirror: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Mind2Web train and AgentNet win_mac (three native sizes) built at agentview_hw 360x640."""
-    out = tmp_path_factory.mktemp("agentview-hw")
-    config = BuildConfig(agentview_hw=AGENTVIEW_HW)
-    for spec, key in ((MIND2WEB, "train"), (AGENTNET, "win_mac")):
-        build_directory(spec, key, out, RawSettings("mirror", demo_mirror), config)
-    return out
+
+    def build(out: Path) -> None:
+        config = BuildConfig(agentview_hw=AGENTVIEW_HW)
+        for spec, key in ((MIND2WEB, "train"), (AGENTNET, "win_mac")):
+            build_directory(spec, key, out, RawSettings("mirror", demo_mirror), config)
+
+    return built_once(tmp_path_factory, "agentview-hw", build)
 
 
 def cli_materialize(
