@@ -13,21 +13,28 @@ Used by `fuzz_cases.run_case` (the CI suite and `fuzz_explore`), by the Pango ev
   thousandfold-compressible bomb, a zip nested under the member's name, or 64 MB of zeros whose
   headers declare the member's own small size;
 - CSV tables: a cell's value damaged as above, a field too many or too few, a quote never closed;
+- parts of a file cut in pieces (`screenshots_01`, `x.z01`): a flipped, inserted or deleted run
+  of bytes, or the part gone;
+- gzip-compressed record files (`name-00000-of-00020`): a byte of the records flipped, the
+  records cut mid-way (both recompressed), or a byte of the compressed stream flipped;
 - files: truncated at a random byte.
 
-A file gets the damage of its format (`damage_route`: by suffix, or by content for an image
-under another name); a file of no known format is refused by name (`UndamageableFile`), never
-left alone, and `test_fuzz` checks every registered source's raw files have a route.
+A file gets the damage of its format (`damage_route`: by suffix, by the name of a part or of a
+sharded record file, or by content for an image under another name); a file of no known format
+is refused by name (`UndamageableFile`), never left alone, and `test_fuzz` checks every
+registered source's raw files have a route.
 """
 
 from __future__ import annotations
 
 import csv
 import functools
+import gzip
 import io
 import json
 import math
 import random
+import re
 import struct
 import zipfile
 import zlib
@@ -462,6 +469,51 @@ def _damage_image_file(path: Path, rng: random.Random, value_kind: str, image_ki
 
 
 # The damage of each format a raw file can have: (path, rng, value_kind, image_kind) -> what.
+# Files without a suffix named for what they are: a part of a file cut in byte ranges or volumes,
+# and one shard of a sharded record file.
+_PART_NAME = re.compile(r"(_\d+|\.z\d+)$")
+_SHARD_NAME = re.compile(r"-\d{5}-of-\d{5}$")
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+def _damage_bytes(raw: bytes, rng: random.Random) -> tuple[bytes, str]:
+    """One run of bytes flipped, inserted or deleted at a random offset."""
+    at = rng.randrange(0, max(1, len(raw)))
+    n = rng.randint(1, 64)
+    kind = rng.choice(["flipped", "inserted", "deleted"])
+    if kind == "flipped":
+        run = bytes(b ^ 0xFF for b in raw[at : at + n])
+        return raw[:at] + run + raw[at + len(run) :], f"{len(run)} byte(s) flipped at {at}"
+    if kind == "inserted":
+        return raw[:at] + rng.randbytes(n) + raw[at:], f"{n} byte(s) inserted at {at}"
+    return raw[:at] + raw[at + n :], f"{n} byte(s) deleted at {at}"
+
+
+def _damage_part(path: Path, rng: random.Random, value_kind: str, image_kind: str) -> str:
+    if rng.random() < 0.15:
+        path.unlink()
+        return "part missing"
+    raw, label = _damage_bytes(path.read_bytes(), rng)
+    path.write_bytes(raw)
+    return f"part: {label}"
+
+
+def _damage_gzip_records(path: Path, rng: random.Random, value_kind: str, image_kind: str) -> str:
+    compressed = path.read_bytes()
+    if rng.random() < 0.25:
+        raw, label = _damage_bytes(compressed, rng)
+        path.write_bytes(raw)
+        return f"gzip stream: {label}"
+    records = gzip.decompress(compressed)
+    if rng.random() < 0.3:
+        cut = rng.randrange(0, max(1, len(records)))
+        damaged, label = records[:cut], f"records cut at {cut} of {len(records)}"
+    else:
+        damaged, label = _damage_bytes(records, rng)
+    path.write_bytes(gzip.compress(damaged, mtime=0))
+    return f"records: {label}"
+
+
 ROUTES = {
     ".parquet": damage_parquet,
     ".zip": damage_zip,
@@ -471,6 +523,8 @@ ROUTES = {
     ".png": _damage_image_file,
     ".jpg": _damage_image_file,
     ".jpeg": _damage_image_file,
+    "part": _damage_part,
+    "gzip records": _damage_gzip_records,
 }
 
 
@@ -479,13 +533,17 @@ class UndamageableFile(ValueError):
 
 
 def damage_route(path: Path) -> str | None:
-    """The ROUTES key of the damage `path` gets: its suffix, or `.png` for an image under
-    another name; None when no damage fits it."""
+    """The ROUTES key of the damage `path` gets: its suffix, the name of a part or of a gzip
+    shard of records, or `.png` for an image under another name; None when no damage fits it."""
     suffix = path.suffix.lower()
     if suffix in ROUTES:
         return suffix
     with path.open("rb") as f:
         head = f.read(16)
+    if _PART_NAME.search(path.name):
+        return "part"
+    if _SHARD_NAME.search(path.name) and head.startswith(_GZIP_MAGIC):
+        return "gzip records"
     return ".png" if _is_image(head) else None
 
 

@@ -184,3 +184,28 @@ def test_csv_damage_breaks_one_data_row_and_keeps_the_header(tmp_path: Path) -> 
         if what != "file truncated":
             assert damaged.startswith(b"id,task,input_metadata\n"), what
     assert {"value", "json", "a"} <= seen  # a cell's value, JSON in a cell, a field too many or few
+
+
+def test_parts_and_gzip_record_shards_get_damage_of_their_own(tmp_path: Path) -> None:
+    import gzip
+
+    part = tmp_path / "screenshots_02"
+    shard = tmp_path / "android_control-00003-of-00020"
+    plain = tmp_path / "notes-00003-of-00020"  # a shard name over bytes that are not gzip
+    plain.write_bytes(b"plain text")
+    volume = tmp_path / "screenshots.z01"
+    volume.write_bytes(b"PK")
+    assert damage_route(volume) == "part"
+    records = b"".join(bytes([i]) * 200 for i in range(20))
+    outcomes = set()
+    for seed in range(30):
+        part.write_bytes(records)
+        shard.write_bytes(gzip.compress(records, mtime=0))
+        assert damage_route(part) == "part" and damage_route(shard) == "gzip records"
+        what = damage_file(part, random.Random(seed), "null", "flip")
+        assert not part.exists() if what == "part missing" else part.read_bytes() != records, what
+        what = damage_file(shard, random.Random(seed), "null", "flip")
+        outcomes.add(what.split(":")[0])
+        assert shard.read_bytes() != gzip.compress(records, mtime=0), what
+    assert outcomes >= {"records", "gzip stream", "file truncated"}
+    assert damage_route(plain) is None

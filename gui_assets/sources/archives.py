@@ -167,6 +167,10 @@ class ZipImages:
             if loc < 0:
                 raise ArchiveError(DropReason.TRUNCATED_ARCHIVE, f"{self.path.name}: zip64 locator missing")
             _, z64_disk, z64_off, _ = struct.unpack_from("<4sIQI", tail, loc)
+            if z64_disk >= len(seg.paths):
+                raise ArchiveError(
+                    DropReason.TRUNCATED_ARCHIVE, f"{self.path.name}: zip64 record on a missing segment"
+                )
             rec = seg.read(seg.base[z64_disk] + z64_off, 56)
             if rec[:4] != _ZIP64_EOCD:
                 raise ArchiveError(DropReason.TRUNCATED_ARCHIVE, f"{self.path.name}: bad zip64 record")

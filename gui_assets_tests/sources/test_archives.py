@@ -209,3 +209,16 @@ def test_an_archive_of_two_hundred_thousand_members_indexes_in_bounded_time_and_
     r = subprocess.run([sys.executable, "-c", probe, str(path)], capture_output=True, text=True, check=True)
     seconds, peak_mb = r.stdout.split()
     assert float(seconds) < 20 and int(peak_mb) < 1024, r.stdout
+
+
+@needs_zip
+def test_a_zip64_record_said_to_be_on_a_missing_segment_fails_by_name(tmp_path, files):
+    out = tmp_path / "arc"
+    out.mkdir()
+    subprocess.run(["zip", "-q", "-fz", str(out / "images.zip"), *files], cwd=tmp_path / "src", check=True)
+    raw = bytearray((out / "images.zip").read_bytes())
+    locator = raw.rfind(b"PK\x06\x07")
+    raw[locator + 4 : locator + 8] = (7).to_bytes(4, "little")  # the zip64 record "on disk 7"
+    (out / "images.zip").write_bytes(bytes(raw))
+    with pytest.raises(ArchiveError, match=r"images\.zip: zip64 record on a missing segment"):
+        ZipImages(out / "images.zip")
