@@ -25,6 +25,7 @@ from gui_assets.core.ir import (
     step_builder,
 )
 from gui_assets.core.splits import shipped_split
+from gui_assets.pipeline.chain import RawSettings, build_directory
 from gui_assets.sources.assembly import AdapterRun, Steps
 from gui_assets.sources.spec import SourceSpec
 from gui_assets_tests.conftest import page_bytes
@@ -160,3 +161,11 @@ def expected_subsplits() -> dict[str, dict[str, int]]:
             entry["episodes"] += 1
             entry["steps"] += len(steps)
     return dict(sorted(counts.items()))
+
+
+def build_mobile(root: Path) -> Path:
+    """The toy's mirror under `root` and its one directory built by the pipeline into
+    `root/out`; returns the output folder."""
+    write_mirror(root / "mirror")
+    build_directory(MOBILE, "test", root / "out", RawSettings(mode="mirror", mirror=root / "mirror"))
+    return root / "out"

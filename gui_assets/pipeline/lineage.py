@@ -43,6 +43,7 @@ STAGE_FILES: dict[str, tuple[str, ...]] = {
     "dataset_card": (
         "publish/templates/dataset_card.md",
         "publish/templates/dataset_card_lerobot.md",
+        "publish/templates/dataset_card_mobile.md",
         "viewer/static/index.html",
         "viewer/static/viewer.css",
         "viewer/static/viewer.js",

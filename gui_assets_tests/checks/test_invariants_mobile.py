@@ -15,19 +15,15 @@ from gui_assets.checks import invariants
 from gui_assets.core.episode_store import ImageStore
 from gui_assets.core.layout import OutLayout
 from gui_assets.core.shard_reader import shard_files
-from gui_assets.pipeline.chain import RawSettings, build_directory
 from gui_assets.pipeline.split import read_split_rows
-from gui_assets_tests.mobile_toy import MOBILE, write_mirror
+from gui_assets_tests.mobile_toy import MOBILE, build_mobile
 
 DIRECTORY = "toymobile_test"
 
 
 @pytest.fixture(scope="module")
 def mobile_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("mobile_checks")
-    write_mirror(root / "mirror")
-    build_directory(MOBILE, "test", root / "out", RawSettings(mode="mirror", mirror=root / "mirror"))
-    return root / "out"
+    return build_mobile(tmp_path_factory.mktemp("mobile_checks"))
 
 
 def shards(out: Path) -> list[Path]:

@@ -13,8 +13,7 @@ from typing import Any
 import h5py
 import pytest
 
-from gui_assets.pipeline.chain import RawSettings, build_directory
-from gui_assets_tests.mobile_toy import MOBILE, expected_subsplits, write_mirror
+from gui_assets_tests.mobile_toy import build_mobile, expected_subsplits
 from gui_assets_tests.validate.test_validate import broken_rules, run_json
 
 DIRECTORY = "toymobile_test"
@@ -22,10 +21,7 @@ DIRECTORY = "toymobile_test"
 
 @pytest.fixture(scope="module")
 def mobile_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("mobile")
-    write_mirror(root / "mirror")
-    build_directory(MOBILE, "test", root / "out", RawSettings(mode="mirror", mirror=root / "mirror"))
-    return root / "out" / DIRECTORY
+    return build_mobile(tmp_path_factory.mktemp("mobile")) / DIRECTORY
 
 
 def info_of(folder: Path) -> dict[str, Any]:
