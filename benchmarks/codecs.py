@@ -132,7 +132,7 @@ def measure_writer(config: BuildConfig, episodes: list[Any], store: Any, work: P
     steps = sum(len(e.steps) for e in episodes)
     out = work / f"shards-{config.libdeflate_level}"
     shutil.rmtree(out, ignore_errors=True)
-    writer = LiberoShardWriter(out, "bench", "bench", config)
+    writer = LiberoShardWriter(out, "bench", "bench", config, platform="browser")
     t = time.perf_counter()
     writer.write_episodes(episodes, store)
     pieces = writer.close()

@@ -63,7 +63,7 @@ def build_shard(work: Path) -> Path:
     store = ImageStore(work / "images")
     shas = [store.put(screenshot(i, WIDTH, HEIGHT)[0], "png") for i in range(PAGES)]
     ref = SourceRef("bench/viewer", "frames")
-    writer = LiberoShardWriter(out, "bench", "bench", BuildConfig())
+    writer = LiberoShardWriter(out, "bench", "bench", BuildConfig(), platform="browser")
 
     def episodes():
         for e in range(EPISODES):

@@ -7,7 +7,9 @@
     action_mask         the validator's action rules: masks follow the table, masked slots
                         hold 0, coordinates lie in [0, 1], the actions vector agrees
     scroll_histogram    the validator's SCROLL rule: the desc names the view direction (the
-                        inverse of the gesture); the histogram itself is always reported
+                        inverse of the gesture); the histogram itself is always reported (for a
+                        direction-only source: no gesture to bucket, every SCROLL without one
+                        and the directions its descs name)
     split_disjointness  no episode (by content hash) or group id on two sides of a split
     shard_integrity     (gui_assets.checks.integrity) the validator's file rules: shards open, are
                         contiguous, respect the cap, and match dataset_info.json
@@ -21,7 +23,7 @@ from __future__ import annotations
 import itertools
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +32,7 @@ import numpy as np
 import pyarrow.parquet as pq
 from PIL import Image
 
+from gui_assets.checks.verdict import ERROR, WARN, Offenders, Verdict, judged
 from gui_assets.core.cursor import inside
 from gui_assets.core.episode_store import (
     EPISODES_FILE,
@@ -58,39 +61,9 @@ from gui_assets.validate.context import DemoArrays, DemoContext, DemoSummary
 from gui_assets.validate.demos import DemoRules, action_rules, check_demo_rules
 from gui_assets.validate.report import Target
 
-ERROR = "ERROR"
-WARN = "WARN"
-
 LEAK_RATE = 0.9  # at or above: the crop is centred on the answer
 HEALTHY_RATE = (0.05, 0.35)  # outside: suspicious, worth a look
 MIN_STEPS_FOR_BAND = 20  # a rate over fewer grounded pointer steps is too noisy to warn on
-MAX_EXAMPLES = 5
-
-
-@dataclass(slots=True)
-class Verdict:
-    passed: bool
-    severity: str
-    summary: str
-    figures: dict[str, Any] = field(default_factory=dict)
-    examples: list[str] = field(default_factory=list)
-
-
-class Offenders:
-    """Counts offending steps by kind and keeps the first few as examples."""
-
-    def __init__(self) -> None:
-        self.counts: Counter[str] = Counter()
-        self.examples: list[str] = []
-
-    def add(self, kind: str, where: str) -> None:
-        self.counts[kind] += 1
-        if len(self.examples) < MAX_EXAMPLES:
-            self.examples.append(f"{where}: {kind}")
-
-    @property
-    def total(self) -> int:
-        return sum(self.counts.values())
 
 
 # --- alignment leakage -------------------------------------------------------------------
@@ -281,24 +254,18 @@ def _leakage_verdict(rates: _EyeRates, bad: Offenders, figures: dict[str, Any]) 
 # --- the validator's rules: causal cursor, action mask, SCROLL descs -------------------
 
 
-def judged(
-    target: Target, figures: dict[str, Any], passed: str, failed: str, severity: str = ERROR
-) -> Verdict:
-    """The Verdict of rules gui_assets.validate judged into `target`: each finding is an
-    offence of its rule, counted by rule id; `failed` gets the number of findings."""
-    figures = {**figures, "problems": target.total, "by_rule": dict(target.counts)}
-    if target.total:
-        examples = [f"{f.where()}: {f.rule}: {f.message}" for f in target.findings[:MAX_EXAMPLES]]
-        return Verdict(False, severity, failed.format(target.total), figures, examples)
-    return Verdict(True, severity, passed, figures)
-
-
-def _judge_demos(check: str, shards: list[Path], rules: Callable[[h5py.Group], DemoRules]) -> Target:
-    """Judge every demo of the shards by the validator's rules `rules(demo)` (validate.demos)."""
+def _judge_demos(
+    check: str,
+    shards: list[Path],
+    rules: Callable[[h5py.Group], DemoRules],
+    declared: dict[str, Any] | None = None,
+) -> Target:
+    """Judge every demo of the shards by the validator's rules `rules(demo)` (validate.demos);
+    `declared` is what the build records of its source (build.source) that the rules compare with."""
     target = Target(check, ", ".join(p.name for p in shards), "shards")
     for where, demo in demos(shards):
         file, name = where.split("/", 1)
-        check_demo_rules(DemoContext(target, file, name, None, None), demo, rules(demo))
+        check_demo_rules(DemoContext(target, file, name, None, None, declared or {}), demo, rules(demo))
     return target
 
 
@@ -328,30 +295,46 @@ def causal_cursor(shards: list[Path], pixel_samples: int = PIXEL_SAMPLES) -> Ver
     )
 
 
-def action_mask(shards: list[Path]) -> Verdict:
+def action_mask(shards: list[Path], scroll_gestures: bool = True) -> Verdict:
     """ERROR when a step breaks one of the validator's action rules (validate.demos.ACTION_RULES:
     type codes, the mask table, masked slots at 0, coordinates in [0, 1], the LIBERO `actions`
-    vector), judged by the validator's own functions."""
+    vector), judged by the validator's own functions. For a source whose scrolls are a direction
+    only (`scroll_gestures` False) a SCROLL's row is all-zero, and it is not ungrounded."""
     counts = Counter[str]()
 
     def judge(ctx: DemoContext, a: DemoArrays, summary: DemoSummary) -> None:
         action_rules(ctx, a, summary)
-        counts.update(steps=a.steps, ungrounded_steps=summary.ungrounded_pointer + summary.ungrounded_type)
+        scrolls = 0 if scroll_gestures else summary.zero_mask_scrolls
+        counts.update(
+            steps=a.steps,
+            ungrounded_steps=summary.ungrounded_pointer
+            + summary.ungrounded_type
+            + summary.zero_mask_scrolls
+            - scrolls,
+            direction_only_scrolls=scrolls,
+        )
 
-    target = _judge_demos("action_mask", shards, lambda _: judge)
+    target = _judge_demos("action_mask", shards, lambda _: judge, {"scroll_gestures": scroll_gestures})
     steps, ungrounded = counts["steps"], counts["ungrounded_steps"]
+    figures = {"steps": steps, "ungrounded_steps": ungrounded}
+    if not scroll_gestures:
+        figures["direction_only_scrolls"] = counts["direction_only_scrolls"]
     return judged(
         target,
-        {"steps": steps, "ungrounded_steps": ungrounded},
+        figures,
         f"{steps} steps follow the action rules ({ungrounded} ungrounded)",
         "{} findings against the action rules",
     )
 
 
-def scroll_histogram(shards: list[Path], source_scrolls: bool) -> Verdict:
+def scroll_histogram(shards: list[Path], source_scrolls: bool, scroll_gestures: bool = True) -> Verdict:
     """WARN when a scrolling source has no SCROLL step, or a step breaks the validator's SCROLL rule
     (demo.scroll.desc: the desc names the view direction, the inverse of the gesture). The
-    histogram (view direction -> gesture magnitude bucket -> grounded steps) is always reported."""
+    histogram (view direction -> gesture magnitude bucket -> grounded steps) is always reported.
+    A source whose scrolls are a direction only (`scroll_gestures` False) has no gesture to bucket:
+    `direction_only_scrolls` judges it instead."""
+    if not scroll_gestures:
+        return direction_only_scrolls(shards, source_scrolls)
     hist: dict[str, Counter[str]] = {}
     scrolls = [0]
 
@@ -379,6 +362,46 @@ def scroll_histogram(shards: list[Path], source_scrolls: bool) -> Verdict:
         figures,
         f"{scrolls[0]} SCROLL steps, descs name the view direction",
         "{} findings against the SCROLL desc rule",
+        WARN,
+    )
+
+
+def direction_only_scrolls(shards: list[Path], source_scrolls: bool) -> Verdict:
+    """The scroll_histogram check of a source that records a scroll's direction only: WARN when
+    a scrolling source has no SCROLL step, a SCROLL carries a gesture (a mask or params the source
+    never recorded: made up), or its desc names no single view direction. The figures say that
+    no gesture was recorded and count the directions the descs name."""
+    directions: Counter[str] = Counter()
+
+    def judge(ctx: DemoContext, a: DemoArrays, summary: DemoSummary) -> None:
+        descs.check_scrolls(ctx, a, summary)  # every SCROLL names one direction (none is grounded)
+        if not a.has("action_type", "action_mask", "action_params", "action_desc"):
+            return
+        ctx.check("demo.action_mask.table")
+        for t, name in enumerate(a.type_names()):
+            if name != "SCROLL":
+                continue
+            said = descs.DIRECTION.findall(a["action_desc"][t])
+            directions[said[0] if len(set(said)) == 1 else "unnamed"] += 1
+            if np.any(a["action_mask"][t] != 0) or np.any(a["action_params"][t] != 0):
+                gesture = a["action_params"][t].tolist()
+                ctx.find("demo.action_mask.table", f"direction-only SCROLL carries a gesture {gesture}", t)
+
+    target = _judge_demos("scroll_histogram", shards, lambda _: judge)
+    scrolls = sum(directions.values())
+    figures = {
+        "scroll_steps": scrolls,
+        "gestures": "none recorded: direction only",
+        "directions": dict(sorted(directions.items())),
+        "histogram": {},
+    }
+    if source_scrolls and scrolls == 0:
+        return Verdict(False, WARN, "a source with scrolling produced no SCROLL step", figures)
+    return judged(
+        target,
+        figures,
+        f"{scrolls} direction-only SCROLL steps, each without a gesture and naming its view direction",
+        "{} findings against the direction-only SCROLL rules",
         WARN,
     )
 

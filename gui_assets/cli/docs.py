@@ -77,7 +77,7 @@ def render_source_page(spec: SourceSpec) -> str:
 - Partitions: {partitions}
 - Platform: {", ".join(platforms)}; licence: {spec.license}; split rule: `{spec.split_rule.name}`
 - Hub mode (`GUI_ASSETS_SOURCE=hub`): {hub.summary}{f"; {hub.detail}" if hub.detail else ""}
-{notes}{_options_section(spec)}
+{_mobile_lines(spec)}{notes}{_options_section(spec)}
 ## Conversion rules
 
 ```text
@@ -93,6 +93,22 @@ Each is counted in `stats.drops` of the directory's dataset_info.json (and by un
 |---|---|---|
 {rows}
 """
+
+
+def _mobile_lines(spec: SourceSpec) -> str:
+    """What a source declares beyond the defaults about its scrolls and its test sub-splits."""
+    lines = ""
+    if not spec.scroll_gestures:
+        lines += (
+            "- Scrolls: the view direction only, no gesture: each SCROLL has an all-zero mask and "
+            "zero params, the direction in action_desc\n"
+        )
+    if spec.subsplit_attr:
+        lines += (
+            f"- Test sub-splits: each demo's `{spec.subsplit_attr}` attr lists the named evaluation "
+            "subsets it belongs to (a JSON list); dataset_info.json counts them under `subsplits`\n"
+        )
+    return lines
 
 
 def render_drops_page() -> str:

@@ -167,8 +167,20 @@ def episode_content_hash(episode: GuiEpisode) -> str:
     for s in episode.steps:
         o = s.observation
         row = [s.action_type.name, s.params, s.mask, s.text, o.image_sha256, o.left, o.top, o.width, o.height]
+        if _desc_carries_the_action(s):
+            row.append(s.desc)
         h.update(json.dumps(row, ensure_ascii=False).encode("utf-8"))
     return h.hexdigest()
+
+
+def _desc_carries_the_action(step: GuiStep) -> bool:
+    """Does the desc say what the type, params and mask do not? A direction-only (or ungrounded)
+    SCROLL's view direction, and a click variant (`long_press(...)`, `right_click(...)`): a tap
+    and a long press on one point are two examples. Other steps' hashes leave the desc out, so
+    they stay what they were before these were told apart."""
+    if step.action_type is ActionType.SCROLL:
+        return not step.grounded
+    return step.action_type is ActionType.CLICK and not step.desc.startswith("click(")
 
 
 def record_hash(episode_row: dict[str, Any], step_rows: list[dict[str, Any]]) -> str:

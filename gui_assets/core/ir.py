@@ -243,6 +243,19 @@ def wheel_step(
     return make(ActionType.SCROLL, params, SPAN_MASK)
 
 
+VIEW_DIRECTIONS = ("up", "down", "left", "right")
+
+
+def direction_scroll(make: Callable[..., GuiStep], direction: str) -> GuiStep:
+    """The SCROLL of a source that records only the way the VIEW moved (AndroidControl's
+    `scroll(down)`): an all-zero mask and zero params, no gesture invented, the direction in
+    action_desc. Not ungrounded: there was no element to locate. A direction outside
+    VIEW_DIRECTIONS is our bug or an unchecked record: ValueError."""
+    if direction not in VIEW_DIRECTIONS:
+        raise ValueError(f"a scroll's view direction is one of {VIEW_DIRECTIONS}, not {direction!r}")
+    return make(ActionType.SCROLL, desc=f"scroll({direction})")
+
+
 def fmt_coord(v: float) -> str:
     return f"{v:.2f}"
 

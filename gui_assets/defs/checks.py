@@ -152,9 +152,10 @@ def _action_mask(spec: SourceSpec) -> dg.AssetChecksDefinition:
         spec,
         "shards",
         "action_mask",
-        "ERROR when a step's mask is neither its type's row nor all-zero, a masked slot is not 0, or a "
-        "coordinate is outside [0, 1].",
-        lambda paths, key: invariants.action_mask(_shards(paths, spec, key)),
+        "ERROR when a step's mask is neither its type's row nor all-zero (all-zero for a SCROLL of a "
+        "source that records a scroll's direction only), a masked slot is not 0, or a coordinate is "
+        "outside [0, 1].",
+        lambda paths, key: invariants.action_mask(_shards(paths, spec, key), spec.scroll_gestures),
     )
 
 
@@ -175,8 +176,12 @@ def _scroll_histogram(spec: SourceSpec) -> dg.AssetChecksDefinition:
         "shards",
         "scroll_histogram",
         "WARN when a source with scrolling yields no SCROLL step, or a SCROLL desc is not the "
-        "view direction (the inverse of the gesture). The histogram is attached every time.",
-        lambda paths, key: invariants.scroll_histogram(_shards(paths, spec, key), spec.scrolls),
+        "view direction (the inverse of the gesture). The histogram is attached every time. For a "
+        "source that records a scroll's direction only: WARN when a SCROLL carries a gesture or names "
+        "no single direction; the direction counts are attached.",
+        lambda paths, key: invariants.scroll_histogram(
+            _shards(paths, spec, key), spec.scrolls, spec.scroll_gestures
+        ),
         attach=chart,
     )
 

@@ -9,6 +9,8 @@ from typing import Any
 from gui_assets.core.config import BuildConfig
 from gui_assets.core.episode_store import read_episode_table, read_stats
 from gui_assets.core.layout import DatasetInfo, OutLayout
+from gui_assets.core.shard_reader import demos as shard_demos
+from gui_assets.core.shard_reader import text
 from gui_assets.core.splits import VAL
 from gui_assets.core.version import GUI_ASSETS_VERSION
 from gui_assets.pipeline.changes import record_build
@@ -48,7 +50,7 @@ def write_info(spec: SourceSpec, key: str, layout: OutLayout, config: BuildConfi
         stats=written.to_dict(),
         shards=manifest.shards,
         val_shards=manifest.val_shards,
-        extra=_heldout_ids(spec, layout, directory),
+        extra={**_heldout_ids(spec, layout, directory), **_subsplits(spec, layout, manifest, directory)},
     )
     record_build(layout, directory, info, lambda: info.write(layout.dataset_info(directory)))
     log.info(
@@ -72,6 +74,31 @@ def _heldout_ids(spec: SourceSpec, layout: OutLayout, directory: str) -> dict[st
         return sorted(values)
 
     return {"heldout_ids": {f"{k}s": ordered({a[k] for a in attrs if a.get(k)}) for k in spec.heldout_attrs}}
+
+
+def _subsplits(
+    spec: SourceSpec, layout: OutLayout, manifest: ShardManifest, directory: str
+) -> dict[str, Any]:
+    """dataset_info.json `subsplits`: {name: {episodes, steps}} of the named evaluation subsets the
+    published demos belong to (their `spec.subsplit_attr`, a JSON list of names), counted in the
+    shards themselves so they agree with what a reader finds there. A demo whose attr is not a
+    JSON list of names belongs to none (the adapter is meant to write only lists)."""
+    if not spec.subsplit_attr:
+        return {}
+    counts: dict[str, dict[str, int]] = {}
+    folder = layout.directory(directory)
+    for _, demo in shard_demos([folder / e.file for e in manifest.all_shards]):
+        try:
+            names = json.loads(text(demo.attrs.get(spec.subsplit_attr, "[]")))
+        except ValueError:
+            continue
+        if not isinstance(names, list):
+            continue
+        for name in sorted({n for n in names if isinstance(n, str) and n}):
+            entry = counts.setdefault(name, {"episodes": 0, "steps": 0})
+            entry["episodes"] += 1
+            entry["steps"] += int(demo.attrs["num_samples"])
+    return {"subsplits": dict(sorted(counts.items()))}
 
 
 def _holdout_record(spec: SourceSpec, layout: OutLayout, directory: str) -> dict[str, Any]:

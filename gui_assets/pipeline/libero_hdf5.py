@@ -80,6 +80,7 @@ class LiberoShardWriter:
         source: str,
         config: BuildConfig,
         *,
+        platform: str,
         name_of: Callable[[int], str] | None = None,
         preview_steps: dict[str, list[int]] | None = None,
     ) -> None:
@@ -87,6 +88,7 @@ class LiberoShardWriter:
         self.name_of = name_of or (lambda i: f"piece_{i:04d}.hdf5")
         self.directory = directory
         self.source = source
+        self.platform = platform  # every demo's `platform`: the source's declaration for the partition
         self.config = config
         self.stats = BuildStats()
         folder.mkdir(parents=True, exist_ok=True)
@@ -243,6 +245,12 @@ class LiberoShardWriter:
         demo.attrs["directory"] = self.directory
         demo.attrs["source_ref"] = ep.source_ref_json()
         demo.attrs["success"] = int(ep.success)
+        demo.attrs["platform"] = self.platform
+        # An adapter may restate success (WebArena's "unknown"); the rest are the format's own,
+        # and an adapter attr overwriting one is our bug, not the data's.
+        clashing = sorted(set(ep.attrs) & (set(demo.attrs) - {"success"}))
+        if clashing:
+            raise ValueError(f"{ep.episode_id}: episode attrs {clashing} clash with the format's demo attrs")
         for k, v in sorted(ep.attrs.items()):
             demo.attrs[k] = v
         return pointer_steps, hits

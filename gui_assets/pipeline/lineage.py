@@ -43,6 +43,7 @@ STAGE_FILES: dict[str, tuple[str, ...]] = {
     "dataset_card": (
         "publish/templates/dataset_card.md",
         "publish/templates/dataset_card_lerobot.md",
+        "publish/templates/dataset_card_mobile.md",
         "viewer/static/index.html",
         "viewer/static/viewer.css",
         "viewer/static/viewer.js",
@@ -63,7 +64,7 @@ def _spec_roots_and_data(stage: str, spec: SourceSpec) -> tuple[list[str], Any]:
     if stage == "splits":
         return [spec.split_rule.assign.__module__], spec.split_rule.record()
     if stage == "shards":
-        return [], spec.name
+        return [], [spec.name, {k: spec.platform_of(k) for k in spec.partition_keys}]
     if stage == "dataset_info":
         record = {k: spec.record(k) for k in spec.partition_keys}
         return [spec.split_rule.assign.__module__], [record, spec.split_rule.record(), spec.heldout_attrs]

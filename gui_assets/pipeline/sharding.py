@@ -249,6 +249,8 @@ def write_unit(
     unit: str,
     threads: int | None = None,
     hash_pieces: bool = False,
+    *,
+    platform: str,
 ) -> UnitResult:
     """Write one planned unit's pieces into a hidden folder, swapped in whole when the unit is
     done (so a unit folder under its name is always complete); safe to rerun. `hash_pieces`:
@@ -264,10 +266,11 @@ def write_unit(
     staging = temp_path(folder)
     shutil.rmtree(staging, ignore_errors=True)
     shown = {e: ts for e, ts in plan.preview_steps.items() if e in wanted}
-    key = unit_key(layout, directory, source, config, planned)
+    key = unit_key(layout, directory, source, platform, config, planned)
     result = take_published(layout, directory, key, planned, staging)
     if result is None:
-        result = _write_pieces(layout, directory, source, config, planned, key, shown, staging, threads)
+        writer = LiberoShardWriter(staging, directory, source, config, platform=platform, preview_steps=shown)
+        result = _write_pieces(layout, directory, writer, planned, key, threads)
     if hash_pieces:
         todo = [p for p in result.pieces if p.sha256 is None]
         for piece, sha in zip(todo, sha256_files([staging / p.file for p in todo]), strict=True):
@@ -289,16 +292,12 @@ def write_unit(
 def _write_pieces(
     layout: OutLayout,
     directory: str,
-    source: str,
-    config: BuildConfig,
+    writer: LiberoShardWriter,
     planned: PlannedUnit,
     key: str,
-    shown: dict[str, list[int]],
-    staging: Path,
     threads: int | None,
 ) -> UnitResult:
     """The unit written by the shard writer."""
-    writer = LiberoShardWriter(staging, directory, source, config, preview_steps=shown)
     episodes = iter_episodes(layout.episodes(directory), only=set(planned.episodes))
     try:
         writer.write_episodes(episodes, ImageStore(layout.image_store), threads)

@@ -46,7 +46,9 @@ def write_shard_unit(
         return sharding.bytes_to_finish(layout, directory)
 
     with disk_full_named(f"{directory}: writing shards ({unit})", layout.directory(directory), needed):
-        return sharding.write_unit(layout, directory, spec.name, config, unit, threads, hash_pieces)
+        return sharding.write_unit(
+            layout, directory, spec.name, config, unit, threads, hash_pieces, platform=spec.platform_of(key)
+        )
 
 
 def publish_shards(spec: SourceSpec, key: str, layout: OutLayout) -> ShardManifest:

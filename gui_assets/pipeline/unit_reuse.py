@@ -62,6 +62,7 @@ def unit_key(
     layout: OutLayout,
     directory: str,
     source: str,
+    platform: str,
     config: BuildConfig,
     planned: PlannedUnit,
 ) -> str:
@@ -77,6 +78,7 @@ def unit_key(
         "config": config.to_dict(),
         "directory": directory,
         "source": source,
+        "platform": platform,
         "part": planned.part,
         "episodes": [[e, hashes.get(e)] for e in planned.episodes],
     }

@@ -18,6 +18,8 @@ from gui_assets.core.layout import PREVIEW_DIR, DatasetInfo, built_directories
 TEMPLATE = Path(__file__).resolve().parent / "templates" / "dataset_card.md"
 # The LeRobot section: only in the card of a build whose LeRobot export is on.
 LEROBOT_TEMPLATE = TEMPLATE.with_name("dataset_card_lerobot.md")
+# The mobile section: only in the card of a build with a directory on the mobile platform.
+MOBILE_TEMPLATE = TEMPLATE.with_name("dataset_card_mobile.md")
 LICENSE_FILE = "LICENSE.md"  # the card's license_link
 DEMO_NOTICE = (
     "\n> **Demo data, not a dataset.** Built from gui_assets' generated demo mirror: small synthetic\n"
@@ -74,6 +76,54 @@ def _upstream_rows(infos: list[DatasetInfo]) -> str:
     return "".join(f"| {name} | `{r.get('repo_id', '')}` | {r.get('license', '')} |\n" for name, r in rows)
 
 
+def _listing(directories: list[str]) -> str:
+    names = [f"`{d}/`" for d in directories]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def mobile_section(infos: list[DatasetInfo]) -> str:
+    """What a tap, a long press, a scroll, the device keys, opening an app, typing and the end
+    of an episode become in the action space: only when a directory's platform is mobile."""
+    mobile = [i for i in infos if i.source_record.get("platform") == "mobile"]
+    if not mobile:
+        return ""
+    direction_only = [i.directory for i in mobile if i.source_record.get("scroll_gestures") is False]
+    sentence = ""
+    if direction_only:
+        verb = "records" if len(direction_only) == 1 else "record"
+        sentence = (
+            f"{_listing(direction_only)} {verb} a scroll's direction only: its SCROLLs have no "
+            "gesture, and the direction is in action_desc alone."
+        )
+    names = _listing([i.directory for i in mobile])
+    holds = f"The directory {names} holds" if len(mobile) == 1 else f"The directories {names} hold"
+    return Template(MOBILE_TEMPLATE.read_text(encoding="utf-8")).substitute(
+        mobile_directories=holds, direction_only_sentence=sentence
+    )
+
+
+def subsplits_section(infos: list[DatasetInfo]) -> str:
+    """The named evaluation subsets of the directories that record them (dataset_info.json
+    `subsplits`), one row per subset."""
+    rows = []
+    attrs = set()
+    for info in infos:
+        listed = info.extra.get("subsplits")
+        if not isinstance(listed, dict) or not listed:
+            continue
+        attrs.add(f"`{info.source_record.get('subsplit_attr') or 'subsplits'}`")
+        for name, counts in listed.items():
+            rows.append({"directory": f"{info.directory}/", "subset": name, **counts})
+    if not rows:
+        return ""
+    return (
+        "Test sub-splits: named evaluation subsets of a directory, overlapping and not built as "
+        f"directories of their own. Each demo lists the ones it belongs to in its {', '.join(sorted(attrs))} "
+        "attribute (a JSON list), and dataset_info.json counts them under `subsplits`:\n\n"
+        + _table(rows, ["directory", "subset", "episodes", "steps"])
+    )
+
+
 def samples_section(infos: list[DatasetInfo], pages: set[str]) -> str:
     """Links to the per-directory sample pages that exist (`samples/<directory>.html`)."""
     linked = [i.directory for i in infos if i.directory in pages]
@@ -120,6 +170,8 @@ def card_text(
         size=human_size(totals["bytes"]),
         splits_table=_table(main, ["directory", "source", "platform", "episodes", "steps", "shards", "size"]),
         holdout_section=holdout,
+        subsplits_section=subsplits_section(infos),
+        mobile_section=mobile_section(infos),
         source_notes=notes,
         samples_section=samples_section(infos, sample_pages or set()),
         example=example,

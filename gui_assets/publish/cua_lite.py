@@ -34,7 +34,7 @@ were recorded has no role: it is split by its holdout only (main -> train), and 
 
 Left out and counted (the `left_out` result, by reason): episodes of an evaluation directory
 (`evaluation_split`), of a directory whose platform is not recorded (`unknown_platform`) or is
-`mobile` (`unsupported_platform`: this export writes the desktop/browser action set only), and
+one this export has no action set for (`unsupported_platform`), and
 episodes with no assistant turn (`no_action`); steps by the reasons in `cua_lite_actions`; key
 chords by the reasons in `cua_lite_keys`. `truncated` counts the rows that end early, by reason.
 """

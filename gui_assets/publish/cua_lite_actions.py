@@ -1,7 +1,8 @@
 """IR steps as cua-lite tool calls, and the plan of one episode's `use` row.
 
-A step is one call: the `computer` batch tool for GUI actions, or a standalone tool declared in
-the row's `extra_tool_schemas` (browser navigation: `goto`, `back`; finishing: `response`). A
+A step is one call: the platform's batch tool for GUI actions (`computer` on desktop and
+browser, `mobile` on mobile), or a standalone tool declared in the row's `extra_tool_schemas`
+(browser navigation: `goto`, `back`; mobile: `open_app`, `scroll_view`; finishing: `response`). A
 step whose observation the recorder never captured (`obs_stale`: the later actions of an
 upstream batch) joins the previous `computer` call, so no tool result shows a screen that was
 not the one after the call. Coordinates are integers in [0, 1000].
@@ -15,6 +16,18 @@ TYPE is a click at its point, then type: cua-lite's type has no point); PRESS_EN
 key / type actions (`cua_lite_keys`); WAIT -> wait for the seconds in desc (1 when desc names
 none, at most cua-lite's 30); GOTO -> `goto(url)` on a browser, ctrl+l then typing the url and
 Enter on a desktop; PRESS_BACK -> `back()` on a browser, alt+left on a desktop.
+
+Mobile (the `mobile` batch: tap, long_press, swipe, drag, type, system_button, wait): CLICK /
+SELECT -> tap (long_press for a `long_press(...)` desc, clicks 2 for a double one); a grounded
+SCROLL -> swipe along the finger's travel, the gesture (x1, y1) -> (x2, y2); DRAG -> drag; TYPE
+-> type (a grounded TYPE taps its point first); PRESS_BACK / PRESS_HOME / PRESS_ENTER ->
+system_button Back / Home / Enter; PRESS_KEY naming the app switcher (KEY_APPSELECT, recent,
+...) or the menu -> system_button Recent / Menu, any other key is `unmapped_keys`; WAIT -> wait.
+Two recorded actions have no child in the batch and are declared standalone tools instead,
+carrying exactly what was recorded: GOTO (opening an app, its name in action_text) ->
+`open_app(app_name)`, and a SCROLL with no gesture (a source that records the direction only) ->
+`scroll_view(direction)`, the view direction its desc names; no swipe is ever made up for it.
+HOVER has no mobile equivalent (`no_equivalent`).
 
 Finishing (cua-lite's convention for `use` rows: no terminal `terminate` is persisted): a STOP
 ends the row with the content-only assistant turn "Done." (a STOP with text with the
@@ -46,7 +59,10 @@ from gui_assets.core.ir import ActionType, GuiStep, fmt_coord, view_direction
 from gui_assets.publish.cua_lite_keys import press_actions
 
 COMPUTER = "computer"
+MOBILE = "mobile"
+BATCH_TOOLS = (COMPUTER, MOBILE)
 RESPONSE, TERMINATE, GOTO, BACK = "response", "terminate", "goto", "back"
+OPEN_APP, SCROLL_VIEW = "open_app", "scroll_view"
 FINISH_TOOLS = (RESPONSE, TERMINATE)
 SCROLL_UNIT = 0.05
 DIRECTIONS = ("up", "down", "left", "right")
@@ -100,11 +116,36 @@ TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
     ),
     GOTO: _schema(GOTO, "Open a URL in the current tab.", {"url": {"type": "string"}}, ["url"]),
     BACK: _schema(BACK, "Go back one page in the current tab's history.", {}, []),
+    OPEN_APP: _schema(
+        OPEN_APP,
+        "Open an app on the device by its name.",
+        {"app_name": {"type": "string", "description": "The app's name as the launcher shows it."}},
+        ["app_name"],
+    ),
+    SCROLL_VIEW: _schema(
+        SCROLL_VIEW,
+        "Scroll the screen so the view moves in a direction (the content moves the other way).",
+        {"direction": {"type": "string", "enum": list(DIRECTIONS)}},
+        ["direction"],
+    ),
 }
 # Every row of a platform declares the same tools, so a model sees one tool set per platform.
 PLATFORM_TOOLS: dict[str, tuple[str, ...]] = {
     "desktop": (RESPONSE, TERMINATE),
     "browser": (RESPONSE, TERMINATE, GOTO, BACK),
+    "mobile": (RESPONSE, TERMINATE, OPEN_APP, SCROLL_VIEW),
+}
+# A PRESS_KEY's text (lower case, `key_` prefix dropped) -> the mobile system button it presses.
+SYSTEM_BUTTON_KEYS: dict[str, str] = {
+    "appselect": "Recent",
+    "app_switch": "Recent",
+    "recent": "Recent",
+    "recents": "Recent",
+    "overview": "Recent",
+    "menu": "Menu",
+    "back": "Back",
+    "home": "Home",
+    "enter": "Enter",
 }
 
 
@@ -218,8 +259,71 @@ def computer_actions(step: GuiStep, key_drops: Counter[str]) -> list[dict[str, A
     raise ValueError(f"{t.name} is a finish, not an action: plan_episode handles it")
 
 
+def _point(step: GuiStep, end: bool = False) -> list[int]:
+    i = 2 if end else 0
+    return [_k(step.params[i]), _k(step.params[i + 1])]
+
+
+def _tap(step: GuiStep) -> dict[str, Any]:
+    if step.desc.startswith("long_press("):
+        return {"action": "long_press", "coordinate": _point(step)}
+    named = _CLICK_DESC.match(step.desc)
+    double = bool(named and (named.group(2) == "double_" or named.group(3) == "2"))
+    return {"action": "tap", "coordinate": _point(step), **({"clicks": 2} if double else {})}
+
+
+def _system_button(name: str) -> list[dict[str, Any]] | str:
+    key = name.strip().lower().removeprefix("key_")
+    button = SYSTEM_BUTTON_KEYS.get(key)
+    return [{"action": "system_button", "button": button}] if button else UNMAPPED_KEYS
+
+
+def mobile_actions(step: GuiStep) -> list[dict[str, Any]] | str:
+    """The `mobile` actions of one step (none of GOTO or a SCROLL without gesture: `express`
+    makes those standalone calls), or the STEP_DROPS reason it has none."""
+    t = step.action_type
+    pointer = {
+        ActionType.CLICK: UNGROUNDED_CLICK,
+        ActionType.SELECT: UNGROUNDED_CLICK,
+        ActionType.DRAG: UNGROUNDED_DRAG,
+    }
+    if t in pointer and not step.grounded:
+        return pointer[t]  # tap and drag need their points: none is invented
+    buttons = {ActionType.PRESS_BACK: "Back", ActionType.PRESS_HOME: "Home", ActionType.PRESS_ENTER: "Enter"}
+    if t in (ActionType.CLICK, ActionType.SELECT):
+        return [_tap(step)]
+    if t == ActionType.SCROLL:  # the gesture is the finger's travel: a swipe replays it
+        return [{"action": "swipe", "start_coordinate": _point(step), "coordinate": _point(step, True)}]
+    if t == ActionType.DRAG:
+        return [{"action": "drag", "start_coordinate": _point(step), "coordinate": _point(step, True)}]
+    if t == ActionType.TYPE:
+        typing = {"action": "type", "text": step.text}
+        return [{"action": "tap", "coordinate": _point(step)}, typing] if step.grounded else [typing]
+    if t in buttons:
+        return [{"action": "system_button", "button": buttons[t]}]
+    if t == ActionType.PRESS_KEY:
+        return _system_button(step.text)
+    if t == ActionType.WAIT:
+        return [_wait(step)]
+    if t == ActionType.HOVER:
+        return NO_EQUIVALENT
+    raise ValueError(f"{t.name} is not a mobile batch action: express or plan_episode handles it")
+
+
+def _express_mobile(step: GuiStep) -> tuple[str, dict[str, Any]] | str:
+    if step.action_type == ActionType.GOTO:
+        return OPEN_APP, {"app_name": step.text}
+    if step.action_type == ActionType.SCROLL and not step.grounded:
+        said = set(re.findall(r"\b(up|down|left|right)\b", step.desc))
+        return (SCROLL_VIEW, {"direction": said.pop()}) if len(said) == 1 else UNGROUNDED_SCROLL
+    actions = mobile_actions(step)
+    return actions if isinstance(actions, str) else (MOBILE, {"actions": actions})
+
+
 def express(step: GuiStep, platform: str, key_drops: Counter[str]) -> tuple[str, dict[str, Any]] | str:
     """(tool, arguments) of one step, or the STEP_DROPS reason it cannot be a call."""
+    if platform == "mobile":
+        return _express_mobile(step)
     if platform == "browser" and step.action_type == ActionType.GOTO:
         return GOTO, {"url": step.text}
     if platform == "browser" and step.action_type == ActionType.PRESS_BACK:
@@ -275,7 +379,7 @@ def plan_episode(steps: list[GuiStep], platform: str) -> RowPlan:
             break
         tool, arguments = got
         last = plan.calls[-1] if plan.calls else None
-        if step.obs_stale and last is not None and last.tool == tool == COMPUTER:
+        if step.obs_stale and last is not None and last.tool == tool and tool in BATCH_TOOLS:
             last.arguments["actions"].extend(arguments["actions"])
             last.steps.append(step)
         else:

@@ -128,6 +128,9 @@ class SourceSpec:
     # one per partition key.
     platform: str | Mapping[str, str]
     scrolls: bool  # the source yields SCROLL steps; none at all is suspicious (scroll_histogram)
+    # False: the source's SCROLL steps record only the view's direction (AndroidControl's
+    # `scroll(down)`), never a gesture: an all-zero mask, zero params, the direction in action_desc.
+    scroll_gestures: bool = True
     # Markdown the dataset card shows under the source (warnings, holdout rules).
     notes: str = ""
     # For sources whose partition's files are named in an index file (WebLINX's splits.json):
@@ -137,6 +140,10 @@ class SourceSpec:
     not_on_hub: str = ""
     # Episode attrs listed in dataset_info.json `heldout_ids`, so an evaluation can hold them out.
     heldout_attrs: tuple[str, ...] = ()
+    # The episode attr holding a JSON list of the named evaluation subsets the episode belongs to
+    # (AndroidControl's test_subsplits: overlapping subsets of a split, recorded on the demos and
+    # never built as partitions); dataset_info.json counts them under `subsplits`. "": none.
+    subsplit_attr: str = ""
     # The largest screenshot (width, height) the source really produces; a bigger one is a
     # forged or broken header and is dropped (image_too_large) before anything decodes it.
     max_image: tuple[int, int] = (8192, 8192)
@@ -171,6 +178,8 @@ class SourceSpec:
             raise ValueError(f"{self.name}: split_role must be one of {SPLIT_ROLES}, not {self.split_role!r}")
         if isinstance(self.split_role, Mapping) and set(self.split_role) != set(self.partition_keys):
             raise ValueError(f"{self.name}: a split role per partition key needs every key")
+        if self.subsplit_attr and not self.subsplit_attr.isidentifier():
+            raise ValueError(f"{self.name}: subsplit_attr must be an attr name, not {self.subsplit_attr!r}")
         names = [o.name for o in self.options]
         if len(set(names)) != len(names):
             raise ValueError(f"{self.name}: option names must be unique: {names}")
@@ -231,6 +240,8 @@ class SourceSpec:
             "license": self.license,
             "platform": self.platform_of(key),
             "split_role": self.split_role_of(key),
+            "scroll_gestures": self.scroll_gestures,
+            "subsplit_attr": self.subsplit_attr,
             "description": self.description,
             "notes": self.notes,
         }

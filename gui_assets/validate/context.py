@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -18,6 +19,9 @@ class DemoContext:
     demo: str
     directory: str | None  # the directory the demo must name; None where it is not known
     source: str | None
+    # What the directory's dataset_info.json records of its source (build.source: platform,
+    # subsplit_attr, scroll_gestures); empty where it is not known (a shard judged alone).
+    declared: dict[str, Any] = field(default_factory=dict)
 
     def find(self, rule: str, message: str, step: int | None = None) -> None:
         self.target.find(rule, message, self.file, self.demo, step)
@@ -58,8 +62,10 @@ class DemoSummary:
     steps: int
     episode_id: str = ""
     ids: dict[str, str] = field(default_factory=dict)  # task_id, intent_template_id where present
+    subsplits: tuple[str, ...] = ()  # the named subsets its declared subsplit attr lists
     type_counts: Counter[str] = field(default_factory=Counter)
-    ungrounded_pointer: int = 0  # all-zero mask CLICK / SELECT / HOVER / SCROLL / DRAG
+    ungrounded_pointer: int = 0  # all-zero mask CLICK / SELECT / HOVER / DRAG
+    zero_mask_scrolls: int = 0  # all-zero mask SCROLL: ungrounded, or direction-only by declaration
     ungrounded_type: int = 0  # all-zero mask TYPE (ungrounded, or a source that never grounds it)
     scroll_directions: Counter[str] = field(default_factory=Counter)
     aimed: int = 0  # grounded CLICK / HOVER / SELECT / TYPE / DRAG steps

@@ -13,9 +13,11 @@ from gui_assets.validate.format import (
     AGENTVIEW,
     DATASETS,
     DEMO_ATTRS,
+    INVALID_SUBSPLITS,
     MASK_ROWS,
     NO_PARAMS,
     OPTIONAL_DATASETS,
+    PLATFORMS,
     POINTER_TYPES,
     SOURCE_ID_ATTRS,
     STR,
@@ -96,6 +98,8 @@ def _attrs(ctx: DemoContext, demo: h5py.Group, summary: DemoSummary) -> None:
             problem = _source_ref_problem(ref)
             if problem:
                 ctx.find("demo.source_ref", problem)
+    _platform(ctx, demo)
+    _subsplits(ctx, demo, summary)
     source = as_text(demo.attrs.get("source")) or ctx.source
     for key in ("task_id", "intent_template_id"):
         if key in demo.attrs:
@@ -105,6 +109,32 @@ def _attrs(ctx: DemoContext, demo: h5py.Group, summary: DemoSummary) -> None:
         for key in SOURCE_ID_ATTRS[source]:
             if key not in demo.attrs:
                 ctx.find("demo.source_ids", f"a {source} demo needs attribute {key}, which is missing")
+
+
+def _platform(ctx: DemoContext, demo: h5py.Group) -> None:
+    """`platform` is one of PLATFORMS, and the one the directory's build records for its source."""
+    ctx.check("demo.platform")
+    got = as_text(demo.attrs.get("platform"))
+    want = ctx.declared.get("platform")
+    if got is None:
+        ctx.find("demo.platform", f"attribute platform is {short(demo.attrs.get('platform'))}, not a str")
+    elif got not in PLATFORMS:
+        ctx.find("demo.platform", f"platform is {got!r}, not one of {', '.join(PLATFORMS)}")
+    elif isinstance(want, str) and got != want:
+        ctx.find("demo.platform", f"platform is {got!r}, the directory's build records {want!r}")
+
+
+def _subsplits(ctx: DemoContext, demo: h5py.Group, summary: DemoSummary) -> None:
+    """The named subsets the declared subsplit attr lists (judged against dataset_info.json's
+    `subsplits` by the directory rules; a value that is not a list of names is reported there)."""
+    attr = ctx.declared.get("subsplit_attr")
+    if not isinstance(attr, str) or not attr or attr not in demo.attrs:
+        return
+    parsed, names = as_json(demo.attrs[attr])
+    if parsed and isinstance(names, list) and all(isinstance(n, str) and n for n in names):
+        summary.subsplits = tuple(sorted(set(names)))
+    else:
+        summary.subsplits = (INVALID_SUBSPLITS,)
 
 
 def _source_ref_problem(ref: object) -> str:
@@ -207,18 +237,23 @@ def _masks(ctx: DemoContext, a: DemoArrays, summary: DemoSummary) -> None:
     ctx.check("demo.action_mask.table", "demo.action_mask.masked_zero", "demo.action_params.range")
     mask, params = a["action_mask"], a["action_params"]
     names = a.type_names()
+    direction_only = ctx.declared.get("scroll_gestures") is False
     summary.judged_counts = all(n is not None for n in names)
     for t, name in enumerate(names):
         row = tuple(float(v) for v in mask[t])
         if name is not None:
             summary.type_counts[name] += 1
             allowed = {MASK_ROWS[name], NO_PARAMS} if name in MASK_ROWS else {NO_PARAMS}
+            if name == "SCROLL" and direction_only:
+                allowed = {NO_PARAMS}  # the source records a direction, never a gesture
             if row not in allowed:
                 want = " or ".join(str(list(m)) for m in sorted(allowed, reverse=True))
                 ctx.find("demo.action_mask.table", f"{name} carries mask {list(row)}; allowed {want}", t)
             if row == NO_PARAMS and name in POINTER_TYPES:
                 if name == "TYPE":
                     summary.ungrounded_type += 1
+                elif name == "SCROLL":
+                    summary.zero_mask_scrolls += 1
                 else:
                     summary.ungrounded_pointer += 1
         invented = [float(p) for p, m in zip(params[t], mask[t], strict=True) if m == 0 and p != 0]

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from gui_assets.validate.format import DATASET_INFO, SHARD_NAME
-from gui_assets.validate.info import check_cap, check_listing, read_info
+from gui_assets.validate.info import check_cap, check_listing, declared_source, read_info
 from gui_assets.validate.report import Target
 from gui_assets.validate.shards import Sampling, ShardSummary, check_shard
 from gui_assets.validate.stats import check_splits, check_stats
@@ -61,9 +61,10 @@ def check_directory(folder: Path, sampling: Sampling) -> Target:
     on_disk = _series(target, folder, name)
     info = read_info(target, folder, name)
     source = info.get("source") if info and isinstance(info.get("source"), str) else None
+    declared = declared_source(info)
     judged: dict[str, list[ShardSummary]] = {}
     for series, names in on_disk.items():
-        judged[series] = [check_shard(target, folder / n, name, source, sampling) for n in names]
+        judged[series] = [check_shard(target, folder / n, name, source, sampling, declared) for n in names]
     target.figures["shards"] = sum(len(v) for v in judged.values())
     if info is not None:
         everything = judged["shards"] + judged["val_shards"]

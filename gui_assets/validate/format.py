@@ -102,6 +102,8 @@ DEMO_ATTRS: dict[str, str] = {
     "directory": "str",
     "source_ref": "json",
 }
+# The platforms a demo runs on (its `platform` attr).
+PLATFORMS = ("browser", "desktop", "mobile")
 # Demo attrs a source MUST carry (an evaluation holds them out).
 SOURCE_ID_ATTRS: dict[str, tuple[str, ...]] = {"webarena": ("task_id", "intent_template_id")}
 
@@ -128,6 +130,10 @@ STATS_KEYS = (
 )
 SHARD_KEYS = ("file", "demos", "steps", "bytes", "sha256")
 HELDOUT_KEYS = {"task_ids": "task_id", "intent_template_ids": "intent_template_id"}
+# A `subsplits` entry: {name: {"episodes": n, "steps": n}}.
+SUBSPLIT_KEYS = ("episodes", "steps")
+# What a demo's subsplit attr reads as when it is not a JSON list of names (no subset is named so).
+INVALID_SUBSPLITS = "<not a JSON list of names>"
 
 # `<directory>_NNNN.hdf5` and `<directory>_val_NNNN.hdf5`; a single shard names its directory.
 SHARD_NAME = re.compile(r"(?P<directory>.+?)(?P<val>_val)?_(?P<index>\d{4})\.hdf5")

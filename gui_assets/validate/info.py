@@ -55,6 +55,14 @@ def read_info(target: Target, folder: Path, name: str) -> dict[str, Any] | None:
     return info
 
 
+def declared_source(info: dict[str, Any] | None) -> dict[str, Any]:
+    """build.source, what the build recorded of its source (platform, subsplit_attr, ...); empty
+    where dataset_info.json records none."""
+    build = (info or {}).get("build")
+    record = build.get("source") if isinstance(build, dict) else None
+    return record if isinstance(record, dict) else {}
+
+
 def _missing(target: Target, where: str, value: Any, keys: tuple[str, ...]) -> None:
     if not isinstance(value, dict):
         target.find("info.keys", f"{where} is {short(value)}, not an object", DATASET_INFO)

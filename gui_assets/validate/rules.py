@@ -27,6 +27,8 @@ RULES: dict[str, str] = {
     "demo.num_samples": "num_samples equals the demo's steps T",
     "demo.identity": "the demo's directory and source attrs name its directory and source",
     "demo.source_ref": "source_ref is a JSON object with repo_id, file, and row or member",
+    "demo.platform": "a demo's platform is browser, desktop or mobile, the one its directory's build "
+    "records for its source",
     "demo.source_ids": "a WebArena demo carries task_id and intent_template_id",
     "demo.datasets": "every required dataset is there with shape (T, ...) and dtype as the table says",
     "demo.optional": "step_thought, obs_stale (0/1) and obs/terminal_rgb (1, H, W, 3), where present, "
@@ -36,7 +38,8 @@ RULES: dict[str, str] = {
     "demo.actions.has_text": "actions[:, 5] is 1 exactly where action_text is non-empty",
     "demo.actions.n_masked": "actions[:, 6] counts the param slots whose mask is 0",
     "demo.action_type.range": "every action_type code indexes gui_action_types",
-    "demo.action_mask.table": "a step's mask is its type's row of the mask table or all-zero",
+    "demo.action_mask.table": "a step's mask is its type's row of the mask table or all-zero; all-zero "
+    "for a SCROLL where the build records direction-only scrolls (build.source.scroll_gestures false)",
     "demo.action_mask.masked_zero": "a masked param slot holds exactly 0",
     "demo.action_params.range": "an unmasked coordinate is finite and within [0, 1]",
     "demo.action_desc.form": "action_desc is a non-empty `verb(...)`",
@@ -72,7 +75,7 @@ RULES: dict[str, str] = {
     "info.stats.counts": "stats.episodes_out and stats.steps equal the shards' demos and steps",
     "info.stats.action_type_counts": "stats.action_type_counts equals the shards' count per type",
     "info.stats.ungrounded_steps": "stats.ungrounded_steps lies between the all-zero-mask pointer steps "
-    "other than TYPE and all of them",
+    "other than TYPE and all of them (a direction-only source's SCROLLs are not ungrounded)",
     "info.stats.scroll_histogram": "stats.scroll_histogram counts the grounded SCROLL steps by view "
     "direction",
     "info.stats.target_rate": "stats.target_inside_eye_in_hand_rate is the share of grounded aimed steps "
@@ -81,6 +84,9 @@ RULES: dict[str, str] = {
     "recorded holdout_rule or split_rule",
     "info.heldout_ids": "heldout_ids (required for WebArena) lists exactly the demos' task_ids and "
     "intent_template_ids",
+    "info.subsplits": "subsplits, where present, is {name: {episodes, steps}}: exactly the demos (and "
+    "their steps) whose recorded subsplit attr names it, or no more than the directory holds where no "
+    "attr is recorded; required where the build records a subsplit_attr",
     "split.disjoint": "no episode_id, and no AgentNet task_id, is in both the main and the `_val_` shards",
     # the rest of an output folder
     "out.card": "README.md's YAML header declares config `preview`, split `sample`, over preview/*.parquet",

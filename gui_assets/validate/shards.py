@@ -54,10 +54,12 @@ def check_shard(
     directory: str | None,
     source: str | None,
     sampling: Sampling | None,
+    declared: dict[str, Any] | None = None,
 ) -> ShardSummary:
     """Judge one shard. With `sampling` None, only what the directory-level rules need of it (it
     opens, its filters, its demo numbering and counts, each demo's steps) and no demo's contents:
-    for a caller that asks about the files and their listing only (the shard_integrity check)."""
+    for a caller that asks about the files and their listing only (the shard_integrity check).
+    `declared`: the directory's recorded build.source, which some demo rules compare with."""
     summary = ShardSummary(path.name)
     target.check("shard.open")
     try:
@@ -77,7 +79,7 @@ def check_shard(
         names = _demo_names(target, path.name, data)
         picked = _pixel_steps(data, names, sampling) if sampling is not None else {}
         for name in names:
-            ctx = DemoContext(target, path.name, name, directory, source)
+            ctx = DemoContext(target, path.name, name, directory, source, declared or {})
             try:
                 if sampling is None:
                     summary.demos.append(DemoSummary(steps=steps_of(data[name]) or 0))

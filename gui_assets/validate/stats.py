@@ -6,7 +6,14 @@ from collections import Counter
 from typing import Any
 
 from gui_assets.validate.context import DemoSummary
-from gui_assets.validate.format import ACTION_TYPES, DATASET_INFO, HELDOUT_KEYS
+from gui_assets.validate.format import (
+    ACTION_TYPES,
+    DATASET_INFO,
+    HELDOUT_KEYS,
+    INVALID_SUBSPLITS,
+    SUBSPLIT_KEYS,
+)
+from gui_assets.validate.info import declared_source
 from gui_assets.validate.report import Target, plural
 from gui_assets.validate.shards import ShardSummary, type_counts
 from gui_assets.validate.values import short
@@ -35,7 +42,7 @@ def check_stats(target: Target, info: dict[str, Any], shards: list[ShardSummary]
     if not all(d.judged_counts for d in demos):
         return  # a step without a readable type or mask is reported by the demo rules
     _type_counts(target, stats, type_counts(shards))
-    _ungrounded(target, stats, demos)
+    _ungrounded(target, stats, demos, direction_only=declared_source(info).get("scroll_gestures") is False)
     _scrolls(target, stats, demos)
     _target_rate(target, stats, demos)
 
@@ -56,14 +63,17 @@ def _type_counts(target: Target, stats: dict[str, Any], actual: Counter[str]) ->
             )
 
 
-def _ungrounded(target: Target, stats: dict[str, Any], demos: list[DemoSummary]) -> None:
+def _ungrounded(
+    target: Target, stats: dict[str, Any], demos: list[DemoSummary], direction_only: bool
+) -> None:
     """A TYPE with an all-zero mask may be ungrounded or from a source that never grounds one: the
-    shards cannot tell, so the count must lie between the two readings."""
+    shards cannot tell, so the count must lie between the two readings. An all-zero SCROLL is
+    ungrounded, except from a source whose build records that its scrolls are direction-only."""
     value = stats.get("ungrounded_steps")
     if "ungrounded_steps" not in stats:
         return
     target.check("info.stats.ungrounded_steps")
-    low = sum(d.ungrounded_pointer for d in demos)
+    low = sum(d.ungrounded_pointer + (0 if direction_only else d.zero_mask_scrolls) for d in demos)
     high = low + sum(d.ungrounded_type for d in demos)
     if not isinstance(value, int) or not low <= value <= high:
         span = f"{low}" if low == high else f"between {low} and {high}"
@@ -135,6 +145,7 @@ def check_splits(
             "info.holdout_rule", "`_val_` shards without a recorded holdout_rule or split_rule", DATASET_INFO
         )
     _heldout(target, info, _demos(main + val))
+    _subsplits(target, info, main + val)
     target.check("split.disjoint")
     for key, label in (("episode_id", "episode"), ("task_id", "task_id")):
         if key == "task_id" and source != "agentnet":
@@ -145,6 +156,62 @@ def check_splits(
             target.find(
                 "split.disjoint",
                 f"{plural(len(both), label)} in both the main and the _val_ shards, e.g. {both[0]!r}",
+                DATASET_INFO,
+            )
+
+
+def _subsplits(target: Target, info: dict[str, Any], shards: list[ShardSummary]) -> None:
+    """`subsplits` is {name: {episodes, steps}}, required where the build records a subsplit attr
+    and then counting exactly the demos whose attr names each subset; without one, no subset can
+    hold more than the directory does. Counts are judged only when every shard opened."""
+    target.check("info.subsplits")
+    attr = declared_source(info).get("subsplit_attr")
+    listed = info.get("subsplits")
+    if listed is None:
+        if isinstance(attr, str) and attr:
+            target.find(
+                "info.subsplits", f"the build records subsplit_attr {attr!r} but no subsplits", DATASET_INFO
+            )
+        return
+    if not isinstance(listed, dict) or not all(
+        isinstance(v, dict) and all(isinstance(v.get(k), int) for k in SUBSPLIT_KEYS) for v in listed.values()
+    ):
+        target.find(
+            "info.subsplits", f"subsplits {short(listed)} is not {{name: {{episodes, steps}}}}", DATASET_INFO
+        )
+        return
+    if not all(s.opened for s in shards):
+        return
+    demos = _demos(shards)
+    if not (isinstance(attr, str) and attr):
+        total = {"episodes": len(demos), "steps": sum(d.steps for d in demos)}
+        for name, counts in sorted(listed.items()):
+            for key in (k for k in SUBSPLIT_KEYS if counts[k] > total[k]):
+                target.find(
+                    "info.subsplits",
+                    f"subsplits.{name} counts {counts[key]} {key}, the directory holds {total[key]}",
+                    DATASET_INFO,
+                )
+        return
+    actual: dict[str, dict[str, int]] = {}
+    for d in demos:
+        for name in d.subsplits:
+            entry = actual.setdefault(name, {"episodes": 0, "steps": 0})
+            entry["episodes"] += 1
+            entry["steps"] += d.steps
+    if INVALID_SUBSPLITS in actual:
+        target.find(
+            "info.subsplits",
+            f"{actual[INVALID_SUBSPLITS]['episodes']} demos carry a {attr} that is not a JSON list of names",
+            DATASET_INFO,
+        )
+        del actual[INVALID_SUBSPLITS]
+    for name in sorted(set(listed) | set(actual)):
+        want = actual.get(name, {"episodes": 0, "steps": 0})
+        if listed.get(name) != want:
+            target.find(
+                "info.subsplits",
+                f"subsplits.{name} is {short(listed.get(name))}, the demos' {attr} make it {want}",
                 DATASET_INFO,
             )
 

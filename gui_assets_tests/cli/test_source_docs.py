@@ -16,6 +16,7 @@ from gui_assets.cli.docs import (
     documented_drops,
     render_knobs_table,
     render_readme,
+    render_source_page,
     render_sources_table,
     rendered_files,
     replace_section,
@@ -26,10 +27,12 @@ from gui_assets.core.code_version import import_closure, module_path
 from gui_assets.core.drops import DropReason
 from gui_assets.sources import archives, assembly
 from gui_assets.sources.agentnet import pyautogui_code
+from gui_assets.sources.agentnet.source import SPEC as AGENTNET
 from gui_assets.sources.pango.source import SPEC as PANGO
 from gui_assets.sources.registry import SOURCES
 from gui_assets.sources.webarena import playwright_trace
 from gui_assets.sources.webarena.source import SPEC as WEBARENA
+from gui_assets_tests.mobile_toy import MOBILE
 from gui_assets_tests.pysource import parse_file
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -125,3 +128,11 @@ def test_a_readme_without_its_markers_is_refused_by_name():
     assert replace_section(text, "knobs", "new") == "a\n<!-- knobs:begin -->\nnew\n<!-- knobs:end -->\nb"
     with pytest.raises(ValueError, match="sources:begin"):
         render_readme(text, SOURCES)
+
+
+def test_a_source_page_says_what_a_mobile_source_declares_and_others_stay_as_they_were():
+    page = render_source_page(MOBILE)
+    assert "- Platform: mobile;" in page
+    assert "- Scrolls: the view direction only, no gesture" in page
+    assert "each demo's `test_subsplits` attr lists the named evaluation subsets" in page
+    assert "Scrolls:" not in render_source_page(AGENTNET) and "sub-splits" not in render_source_page(AGENTNET)

@@ -4,8 +4,23 @@ from __future__ import annotations
 
 import polars as pl
 
-from gui_assets.core.episode_store import EpisodeWriter, ImageStore, iter_episodes, read_stats
-from gui_assets.core.ir import POINT_MASK, ActionType, GuiEpisode, GuiStep, Observation, SourceRef
+from gui_assets.core.episode_store import (
+    EpisodeWriter,
+    ImageStore,
+    episode_content_hash,
+    iter_episodes,
+    read_stats,
+)
+from gui_assets.core.ir import (
+    POINT_MASK,
+    ActionType,
+    GuiEpisode,
+    GuiStep,
+    Observation,
+    SourceRef,
+    direction_scroll,
+    step_builder,
+)
 from gui_assets.core.stats import BuildStats
 from gui_assets_tests.conftest import page_bytes
 
@@ -101,3 +116,25 @@ def test_a_selection_of_episodes_reads_only_the_row_groups_holding_them(tmp_path
         # an episode of 3-6 steps lies in one or two groups of 8 rows; none of the others is read
         assert len(decoded) <= 2 * len(wanted), (wanted, decoded)
     assert list(iter_episodes(tmp_path / "ir", only={e.episode_id for e in whole})) == whole
+
+
+def _one_step_hash(make_step) -> str:
+    obs = Observation("0" * 64, "png", 0, 0, 540, 1200)
+    step = make_step(step_builder(obs, SourceRef("r", "f.parquet", row=0)))
+    return episode_content_hash(GuiEpisode("e", "test", "open the menu", [step]))
+
+
+def test_the_content_hash_tells_apart_what_only_the_desc_says():
+    """A tap and a long press on one point, and direction-only scrolls of two directions, are
+    different examples; a grounded step's desc only restates its params and stays out."""
+    tap = _one_step_hash(lambda make: make(ActionType.CLICK, (0.5, 0.5), POINT_MASK))
+    long_press = _one_step_hash(
+        lambda make: make(ActionType.CLICK, (0.5, 0.5), POINT_MASK, name="long_press")
+    )
+    down = _one_step_hash(lambda make: direction_scroll(make, "down"))
+    up = _one_step_hash(lambda make: direction_scroll(make, "up"))
+    assert len({tap, long_press, down, up}) == 4
+    reworded = _one_step_hash(
+        lambda make: make(ActionType.CLICK, (0.5, 0.5), POINT_MASK, desc="click(0.5, 0.5)")
+    )
+    assert reworded == tap

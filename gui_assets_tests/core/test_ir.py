@@ -15,6 +15,8 @@ from gui_assets.core.ir import (
     SourceRef,
     allowed_masks,
     describe,
+    direction_scroll,
+    step_builder,
     view_direction,
 )
 
@@ -107,3 +109,15 @@ def test_a_demo_names_its_repo_file_and_rows_and_no_revision():
     ]
     ref = json.loads(GuiEpisode("e", "s", "do it", steps).source_ref_json())
     assert ref == {"repo_id": "o/r", "file": "a", "row": 0, "steps": [["a", 0], ["b", 1]]}
+
+
+@pytest.mark.parametrize("direction", ["up", "down", "left", "right"])
+def test_a_direction_only_scroll_has_no_gesture_and_names_its_direction(direction):
+    step = direction_scroll(step_builder(OBS, REF), direction)
+    assert step.action_type is ActionType.SCROLL and step.mask == NO_MASK and step.params == (0, 0, 0, 0)
+    assert step.desc == f"scroll({direction})" and step.ungrounded_reason == ""
+
+
+def test_a_direction_only_scroll_refuses_a_direction_it_does_not_know():
+    with pytest.raises(ValueError, match="view direction"):
+        direction_scroll(step_builder(OBS, REF), "sideways")

@@ -55,7 +55,7 @@ def _episodes(store: ImageStore, n: int, steps: int, size=(1280, 1080)) -> list[
 
 
 def _write(tmp: Path, name: str, store: ImageStore, eps: list[GuiEpisode], threads: int = 2, **cfg) -> Path:
-    w = LiberoShardWriter(tmp / name, "d", "test", BuildConfig(**cfg))
+    w = LiberoShardWriter(tmp / name, "d", "test", BuildConfig(**cfg), platform="desktop")
     assert w.write_episodes(eps, store, threads=threads) == [True] * len(eps)
     (entry,) = w.close()
     return tmp / name / entry.file
@@ -164,7 +164,7 @@ def test_encoder_keeps_order_across_episodes_and_drops_only_the_broken_one(tmp_p
 
             steps.insert(1, replace(steps[0], observation=replace(steps[0].observation, image_sha256=sha)))
         eps.append(GuiEpisode(f"e{e}", "test", "i", steps))
-    w = LiberoShardWriter(tmp_path / "d", "d", "test", BuildConfig())
+    w = LiberoShardWriter(tmp_path / "d", "d", "test", BuildConfig(), platform="desktop")
     assert w.write_episodes(eps, store, threads=3) == [True, True, False, True, True]
     (entry,) = w.close()
     assert w.stats.drops == {"undecodable_frame": 1}

@@ -74,7 +74,9 @@ def store(tmp_path: Path) -> ImageStore:
 
 def writer(out: Path, **cfg) -> LiberoShardWriter:
     """A writer of directory `d` naming its shards as published ones (d_NNNN.hdf5)."""
-    return LiberoShardWriter(out, "d", "test", BuildConfig(**cfg), name_of=lambda i: shard_name("d", i))
+    return LiberoShardWriter(
+        out, "d", "test", BuildConfig(**cfg), platform="desktop", name_of=lambda i: shard_name("d", i)
+    )
 
 
 def write(tmp_path: Path, store: ImageStore, episodes: list[GuiEpisode], **cfg) -> tuple[Path, list]:
@@ -115,6 +117,7 @@ def test_every_dataset_and_attribute_of_the_contract(tmp_path, store):
         assert demo["obs/eye_in_hand_rgb"].shape == (4, EYE_SIZE, EYE_SIZE, 3)
         assert demo.attrs["language_instruction"] == "instruction ep"
         assert demo.attrs["num_samples"] == 4 and demo.attrs["task_id"] == "ep"
+        assert demo.attrs["platform"] == "desktop"  # the writer's, from the source's declaration
         assert json.loads(demo.attrs["source_ref"])["repo_id"] == "org/repo"
         np.testing.assert_array_equal(demo["dones"][:], [0, 0, 0, 1])
         np.testing.assert_array_equal(demo["rewards"][:], [0, 0, 0, 1])
@@ -124,6 +127,26 @@ def test_every_dataset_and_attribute_of_the_contract(tmp_path, store):
         np.testing.assert_allclose(acts[:, :4], demo["action_params"][:])
         np.testing.assert_array_equal(acts[:, 4:], [[0, 0, 2]] * 4)
     assert entries[0].demos == 1 and entries[0].steps == 4
+
+
+@pytest.mark.parametrize("platform", ["browser", "mobile"])
+def test_every_demo_carries_the_platform_the_writer_was_given(tmp_path, store, platform):
+    out = tmp_path / "d"
+    w = LiberoShardWriter(out, "d", "test", BuildConfig(), platform=platform)
+    w.write_episodes([episode(store, 2, "a"), episode(store, 3, "b")], store)
+    (piece,) = w.close()
+    with h5py.File(out / piece.file) as f:
+        assert [f["data"][d].attrs["platform"] for d in ("demo_0", "demo_1")] == [platform, platform]
+
+
+@pytest.mark.parametrize("attr", ["platform", "source", "num_samples"])
+def test_an_episode_attr_that_would_overwrite_a_format_attr_is_refused(tmp_path, store, attr):
+    ep = episode(store, 2)
+    ep.attrs[attr] = "x"
+    w = writer(tmp_path / "d")
+    with pytest.raises(ValueError, match="clash with the format's demo attrs"):
+        w.write_episodes([ep], store)
+    w.abort()
 
 
 def test_frames_round_trip_exactly_and_the_window_is_the_viewport(tmp_path, store):

@@ -38,7 +38,9 @@ def plan(layout: OutLayout, cap: int = 500_000_000) -> sharding.ShardPlan:
 
 def build(layout: OutLayout, cap: int = 500_000_000) -> ShardManifest:
     for unit in plan(layout, cap).units:
-        sharding.write_unit(layout, DIR, "mind2web", BuildConfig(shard_cap_bytes=cap), unit.name)
+        sharding.write_unit(
+            layout, DIR, "mind2web", BuildConfig(shard_cap_bytes=cap), unit.name, platform="browser"
+        )
     return sharding.publish_shards(layout, DIR)
 
 
@@ -48,7 +50,7 @@ def shards_of(layout: OutLayout) -> dict[str, bytes]:
 
 def test_nothing_appears_under_a_final_name_before_publish(prepared):
     for unit in plan(prepared).units:
-        sharding.write_unit(prepared, DIR, "mind2web", BuildConfig(), unit.name)
+        sharding.write_unit(prepared, DIR, "mind2web", BuildConfig(), unit.name, platform="browser")
     assert shards_of(prepared) == {}  # the pieces are in the unit folders under _work
     manifest = sharding.publish_shards(prepared, DIR)
     assert sorted(shards_of(prepared)) == [e.file for e in manifest.shards]
@@ -91,7 +93,9 @@ def test_the_eye_in_hand_counts_are_kept_once_in_the_statistics(prepared):
 def write_units(layout: OutLayout, cap: int, hash_pieces: bool = False) -> list[UnitResult]:
     config = BuildConfig(shard_cap_bytes=cap)
     return [
-        sharding.write_unit(layout, DIR, "mind2web", config, u.name, hash_pieces=hash_pieces)
+        sharding.write_unit(
+            layout, DIR, "mind2web", config, u.name, hash_pieces=hash_pieces, platform="browser"
+        )
         for u in plan(layout, cap).units
     ]
 

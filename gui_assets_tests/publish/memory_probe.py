@@ -28,7 +28,7 @@ def main(n: int, steps: int, work: Path, width: int = 1280, height: int = 1080) 
     store = ImageStore(work / "images")
     shas = sorted(p.stem for p in store.root.rglob("*.png"))  # made by the parent, 3 distinct pages
     ref = SourceRef("r", "f")
-    writer = LiberoShardWriter(work / f"out{n}", "d", "test", BuildConfig())
+    writer = LiberoShardWriter(work / f"out{n}", "d", "test", BuildConfig(), platform="desktop")
     baseline = peak_rss_mb()
 
     def episodes():

@@ -81,6 +81,19 @@ DESKTOP: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "screenshot": ({}, {}),
     "cursor_position": ({}, {}),
 }
+# mobile `mobile` actions, likewise (cua-lite's LiteMobileActionSet, written out here on their own)
+MOBILE: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
+    "tap": ({"coordinate": "coordinate"}, {"clicks": (1, 2)}),
+    "long_press": ({"coordinate": "coordinate"}, {"duration": "number"}),
+    "type": ({"text": "str"}, {}),
+    "swipe": ({"start_coordinate": "coordinate", "coordinate": "coordinate"}, {}),
+    "drag": ({"start_coordinate": "coordinate", "coordinate": "coordinate"}, {}),
+    "pinch": ({"coordinate": "coordinate", "direction": ("in", "out")}, {"amount": "int"}),
+    "system_button": ({"button": ("Home", "Back", "Enter", "Menu", "Recent")}, {}),
+    "wait": ({"duration": "number"}, {}),
+    "screenshot": ({}, {}),
+}
+BATCH = {"desktop": ("computer", DESKTOP), "browser": ("computer", DESKTOP), "mobile": ("mobile", MOBILE)}
 
 
 def canonical_key(token: Any) -> bool:
@@ -178,18 +191,20 @@ def metadata_problems(meta: Any, platform: str, task_type: str) -> list[str]:
     return problems
 
 
-def batch_problems(args: Any, extra: set[str]) -> list[str]:
-    """A `computer` call: a non-empty list of desktop actions, each closed-key against its signature."""
+def batch_problems(args: Any, extra: set[str], platform: str = "desktop") -> list[str]:
+    """A batch call (`computer` on desktop and browser, `mobile` on mobile): a non-empty list of
+    the platform's actions, each closed-key against its signature."""
+    tool, table = BATCH[platform]
     actions = args.get("actions") if isinstance(args, dict) else None
     if not isinstance(actions, list) or not actions or set(args) != {"actions"}:
-        return ["computer arguments must be {actions: [non-empty list]}"]
+        return [f"{tool} arguments must be {{actions: [non-empty list]}}"]
     problems = []
     for i, a in enumerate(actions):
         name = a.get("action") if isinstance(a, dict) else None
-        if name not in DESKTOP or name in extra:
-            problems.append(f"actions[{i}] action {name!r} is not a computer action")
+        if name not in table or name in extra:
+            problems.append(f"actions[{i}] action {name!r} is not a {tool} action")
             continue
-        required, optional = DESKTOP[name]
+        required, optional = table[name]
         for arg, v in a.items():
             kind = required.get(arg, optional.get(arg)) if arg != "action" else None
             if arg != "action" and kind is None:
@@ -200,7 +215,9 @@ def batch_problems(args: Any, extra: set[str]) -> list[str]:
     return problems
 
 
-def call_problems(call: Any, params: dict[str, dict[str, Any]], ids: set[str]) -> list[str]:
+def call_problems(
+    call: Any, params: dict[str, dict[str, Any]], ids: set[str], platform: str = "desktop"
+) -> list[str]:
     if (
         not isinstance(call, dict)
         or set(call) != {"id", "type", "function"}
@@ -215,10 +232,10 @@ def call_problems(call: Any, params: dict[str, dict[str, Any]], ids: set[str]) -
     if not isinstance(fn, dict) or set(fn) != {"name", "arguments"} or not isinstance(fn["arguments"], dict):
         return [*problems, "function must be {name, arguments: {...}}"]
     name, args = fn["name"], fn["arguments"]
-    if name == "computer":
-        problems += batch_problems(args, set(params))
+    if name == BATCH[platform][0]:
+        problems += batch_problems(args, set(params), platform)
     elif name in GUI_TOOLS or name in DIALECT_FINISH:
-        problems.append(f"tool {name!r} is not valid for a desktop/browser use row")
+        problems.append(f"tool {name!r} is not valid for a {platform} use row")
     elif name not in params:
         problems.append(f"tool_call {name!r} is standalone but missing from extra_tool_schemas")
     elif why := arguments_problem(params[name], args):
@@ -281,7 +298,9 @@ def turn_problems(messages: list[dict[str, Any]]) -> list[str]:
     return problems
 
 
-def message_problems(messages: Any, images: list[str], params: dict[str, dict[str, Any]]) -> list[str]:
+def message_problems(
+    messages: Any, images: list[str], params: dict[str, dict[str, Any]], platform: str = "desktop"
+) -> list[str]:
     if not isinstance(messages, list) or not messages:
         return ["messages must be a non-empty list"]
     problems: list[str] = []
@@ -300,7 +319,7 @@ def message_problems(messages: Any, images: list[str], params: dict[str, dict[st
         if calls and m["role"] != "assistant":
             problems.append(f"messages[{i}] tool_calls on a {m['role']} message")
         for call in calls or []:
-            problems += [f"messages[{i}] {p}" for p in call_problems(call, params, ids)]
+            problems += [f"messages[{i}] {p}" for p in call_problems(call, params, ids, platform)]
     return problems + turn_problems(messages)
 
 
@@ -334,7 +353,7 @@ def row_problems(row: dict[str, Any], root: Path, rel: str) -> list[str]:
             or not (root / p).is_file()
         ):
             problems.append(f"image {p} is not a file under the export's image store")
-    return problems + message_problems(messages, images, params)
+    return problems + message_problems(messages, images, params, platform)
 
 
 def export_rows(root: Path) -> dict[str, list[dict[str, Any]]]:
@@ -482,7 +501,7 @@ def test_a_directory_without_a_role_or_platform_is_split_by_holdout_or_left_out(
     out = _copy_build(every_demo[0], tmp_path / "out")
     _edit_source_record(out, "agentnet_ubuntu", split_role=None)  # built before split roles
     _edit_source_record(out, "weblinx_train", platform=None)
-    _edit_source_record(out, "pango_sample", platform="mobile")
+    _edit_source_record(out, "pango_sample", platform="watch")  # no action set for it
     result = cua_lite.write_export(out)
     table = pq.read_table(OutLayout(out).splits("agentnet_ubuntu"), columns=["part"]).to_pydict()
     parts = Counter(table["part"])

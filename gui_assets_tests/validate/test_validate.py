@@ -409,6 +409,7 @@ CASES = [
     shard_case("demo.num_samples", edit_demo(setattr_("num_samples", 99))),
     shard_case("demo.identity", edit_demo(setattr_("directory", "elsewhere"))),
     shard_case("demo.source_ref", edit_demo(setattr_("source_ref", json.dumps({"repo_id": "x"})))),
+    shard_case("demo.platform", edit_demo(setattr_("platform", "tablet"))),
     shard_case(
         "demo.source_ids",
         edit_demo(delattr_("intent_template_id"), WEBARENA_DIR),
@@ -468,6 +469,7 @@ CASES = [
     info_case("info.stats.target_rate", _set("stats.target_inside_eye_in_hand_rate", 0.99)),
     info_case("info.holdout_rule", _set("build.holdout_rule", DELETE), AGENT),
     info_case("info.heldout_ids", _set("heldout_ids.task_ids", [1]), WEBARENA_DIR),
+    info_case("info.subsplits", _set("subsplits", {"IDD": {"episodes": 99, "steps": 1}})),
     shard_case("split.disjoint", copy_episode_id, (AGENT,)),
     Case("out.card", card_without_preview, (TASK, *OUTPUT_PARTS), output=True),
     Case("preview.parquet", truncate_preview, (TASK, *OUTPUT_PARTS), output=True),

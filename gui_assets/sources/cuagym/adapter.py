@@ -4,7 +4,9 @@ Files: `<platform>/use/<split>/[<variant>/]shard-NNNNN-of-NNNNN.parquet`, partit
 and `desktop_use`, splits train, validation, eval. Columns: `images` (HF Image structs {bytes,
 path}, or paths relative to the mirror root), `messages` and `metadata` (JSON strings, or parquet
 list / struct columns, where a key a row lacks is null: null is absent). Metadata has `dims`, or
-the older `platform` and `task_type`; declared tools (`extra_tool_schemas`, older `extra_tools`)
+the older `platform` and `task_type`: kept as the `upstream_dims` attr, the JSON list
+[platform, task_type] of the row's place in the cua-lite layout (the demo's own `platform` is the
+partition's, as for every source); declared tools (`extra_tool_schemas`, older `extra_tools`)
 are not read: the tool table below decides what is a GUI action.
 
 Splits: train rows go to the main shards; validation and eval (a benchmark evaluation split)
@@ -277,7 +279,7 @@ def _row(
         "episode_return": json.dumps(ret),
         "exclude_reason": exclude,
         "os": _text(others.get("os")),
-        "platform": json.dumps(dims),
+        "upstream_dims": json.dumps(dims),
     }
     local_id = f"{split}/{attrs['task_id'] or content[:16]}#{ref.row}:{Path(ref.file).stem}"
     return content, (local_id, instruction, steps, ret is not None and ret > 0.5, attrs)

@@ -5,7 +5,8 @@
  * #frame is the displayed frame; #action-point is centred on (x1, y1) of #frame's box for a
  * step whose mask is [1, 1, 0, 0] and is absent otherwise; #eye-rect's box is the step's
  * eye_rect on #frame; #action-arrow carries a SCROLL or DRAG gesture, #scroll-label the view
- * direction of a SCROLL (the inverse of the gesture). #frame[data-step] is set once the frame
+ * direction of a SCROLL (the inverse of the gesture; for a SCROLL with no gesture, no arrow and
+ * the direction its desc records). #frame[data-step] is set once the frame
  * of that step has loaded and its overlays are drawn.
  */
 "use strict";
@@ -358,7 +359,7 @@
     for (let t = 0; t < d.steps; t++) {
       const type = typeName(t);
       const mask = d.masks ? d.masks[t] : null;
-      const ungrounded = POINTER_TYPES.has(type) && mask && mask.every((m) => !m);
+      const ungrounded = mask && isUngrounded(type, mask);
       const desc = d.descs ? d.descs[t] : type;
       ticks.push(el("button", {
         type: "button", class: `tick${ungrounded ? " ungrounded" : ""}`, "data-step": t,
@@ -449,6 +450,8 @@
     } else if (maskIs(mask, GESTURE_MASK)) {
       overlay.append(gestureArrow(type, p));
       overlay.append(gestureLabel(type, p, d.descs ? d.descs[t] : ""));
+    } else if (type === "SCROLL") {
+      overlay.append(directionLabel(d.descs ? d.descs[t] : ""));
     } else {
       overlay.append(actionBanner(type, mask, text));
     }
@@ -549,8 +552,26 @@
     return label;
   }
 
+  // A SCROLL with no gesture (a source that records the direction only, or a wheel whose travel
+  // left the frame): nothing to draw an arrow from, so the label names the view direction its
+  // desc records, without inventing where the finger went.
+  function directionLabel(desc) {
+    const arrows = { down: "↓", up: "↑", left: "←", right: "→" };
+    const said = (String(desc).match(/\b(down|up|left|right)\b/) || [])[1];
+    const style = { left: "50%", top: "50%", transform: "translate(-50%, -50%)", background: colourOf("SCROLL") };
+    return el("div", { id: "scroll-label", class: "tag", "data-view": said || "", style },
+      el("b", { text: said ? `view ${arrows[said]} ${said}` : "no direction recorded" }),
+      el("small", { text: " · no gesture recorded" }));
+  }
+
+  // A pointer step with an all-zero mask whose point was lost. A SCROLL without gesture is shown
+  // by its direction instead: some sources record only that (no point was ever there to lose).
+  function isUngrounded(type, mask) {
+    return POINTER_TYPES.has(type) && type !== "SCROLL" && mask.every((m) => !m);
+  }
+
   function actionBanner(type, mask, text) {
-    const ungrounded = POINTER_TYPES.has(type) && mask.every((m) => !m);
+    const ungrounded = isUngrounded(type, mask);
     const banner = el("div", { id: "action-banner", class: "tag", style: { background: colourOf(type) } }, el("b", { text: type }));
     if (text) banner.append(el("span", { class: "banner-text", text: ` ${visibleText(text)}` }));
     if (ungrounded) banner.append(el("span", { class: "ungrounded-flag", text: "ungrounded: no point recorded" }));
@@ -566,9 +587,10 @@
     const p = d.params ? d.params[t] : [0, 0, 0, 0];
     const text = d.texts ? d.texts[t] : "";
     const av = d.frames.agentview;
-    const ungrounded = POINTER_TYPES.has(type) && mask.every((m) => !m);
+    const ungrounded = isUngrounded(type, mask);
     const flags = [];
     if (ungrounded) flags.push(el("span", { class: "flag bad", text: "ungrounded" }));
+    if (type === "SCROLL" && mask.every((m) => !m)) flags.push(el("span", { class: "flag", text: "no gesture" }));
     if (d.obs_stale && d.obs_stale[t]) flags.push(el("span", { class: "flag warn", text: "stale frame" }));
     if (d.dones && d.dones[t]) flags.push(el("span", { class: "flag", text: "done" }));
     if (d.rewards && d.rewards[t]) flags.push(el("span", { class: "flag ok", text: "reward 1" }));

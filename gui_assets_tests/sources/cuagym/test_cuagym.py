@@ -122,7 +122,7 @@ def test_the_demo_rows_use_the_hub_layout(tmp_path):
 def test_the_demo_eval_row_has_the_older_sibling_shape_and_goes_to_val(demo_mirror, tmp_path):
     eps, _ = run(demo_mirror, tmp_path, "browser_use")
     e1 = eps[0]
-    assert (e1.attrs["task_id"], e1.attrs["upstream_split"], e1.attrs["platform"]) == (
+    assert (e1.attrs["task_id"], e1.attrs["upstream_split"], e1.attrs["upstream_dims"]) == (
         "browser-e1",
         "eval",
         '["browser", "use"]',
@@ -247,7 +247,7 @@ def test_older_metadata_keys_give_the_same_episode(tmp_path):
     calls = [*CALLS_BARE[:-1], bare("bash", command="ls"), CALLS_BARE[-1]]
     root = write_cuagym(tmp_path / "m", {"train": [row(calls, meta("old", older=True))]})
     (ep,), stats = run(root, tmp_path)
-    assert summary(ep) == WANT and ep.attrs["platform"] == '["desktop", "use"]'
+    assert summary(ep) == WANT and ep.attrs["upstream_dims"] == '["desktop", "use"]'
     assert stats.drops == {"non_gui_tool": 1}  # declared in extra_tools or not, a shell is no GUI action
 
 
