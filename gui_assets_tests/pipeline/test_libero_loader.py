@@ -211,5 +211,5 @@ def test_every_directory_batches_in_one_loader_once_agentview_hw_is_set(resized_
         for part in parts:
             part.sequences.close_and_delete_hdf5_handle()
     assert drawn == len(concat) == sum(demo_steps(p) for name in names for p in shard_paths(out, infos[name]))
-    assert seen == set(range(len(names))) and len(names) == 12
+    assert seen == set(range(len(names))) and len(names) == sum(len(s.partition_keys) for s in SOURCES)
     assert batches > 1 and mixed == batches  # every batch of more than one sample mixes directories
