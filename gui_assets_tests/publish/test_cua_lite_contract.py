@@ -456,7 +456,7 @@ def test_declared_schemas_and_standalone_calls_validate_as_json_schema(every_dem
             for m in json.loads(row["messages"]):
                 for call in m.get("tool_calls", []):
                     name = call["function"]["name"]
-                    if name != "computer":
+                    if name not in GUI_TOOLS:  # the batch tools are cua-lite's own, never declared
                         jsonschema.Draft202012Validator(schemas[name]).validate(call["function"]["arguments"])
                         called[name] += 1
     assert sum(called.values()) > 0  # the demo's WebLINX loads (goto) and Lite.CUAGym answers (response)
