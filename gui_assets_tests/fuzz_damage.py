@@ -15,8 +15,8 @@ Used by `fuzz_cases.run_case` (the CI suite and `fuzz_explore`), by the Pango ev
 - CSV tables: a cell's value damaged as above, a field too many or too few, a quote never closed;
 - parts of a file cut in pieces (`screenshots_01`, `x.z01`): a flipped, inserted or deleted run
   of bytes, or the part gone;
-- gzip-compressed record files (`name-00000-of-00020`): a byte of the records flipped, the
-  records cut mid-way (both recompressed), or a byte of the compressed stream flipped;
+- gzip-compressed TFRecord files (`name-00000-of-00020`): one record's payload damaged and framed
+  again with valid checksums, or the framing or the compressed stream damaged;
 - files: truncated at a random byte.
 
 A file gets the damage of its format (`damage_route`: by suffix, by the name of a part or of a
@@ -41,6 +41,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
+import google_crc32c
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -498,20 +499,50 @@ def _damage_part(path: Path, rng: random.Random, value_kind: str, image_kind: st
     return f"part: {label}"
 
 
+def _masked_crc32c(data: bytes) -> int:
+    """TFRecord's checksum: CRC-32C rotated right by 15 bits plus a constant."""
+    crc = google_crc32c.value(data)
+    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def _framed(payload: bytes) -> bytes:
+    length = struct.pack("<Q", len(payload))
+    return (
+        length
+        + struct.pack("<I", _masked_crc32c(length))
+        + payload
+        + struct.pack("<I", _masked_crc32c(payload))
+    )
+
+
+def _records(stream: bytes) -> list[bytes]:
+    """The payloads of a TFRecord stream (framing as written, checksums not judged here)."""
+    payloads, at = [], 0
+    while at + 12 <= len(stream):
+        (n,) = struct.unpack_from("<Q", stream, at)
+        payloads.append(stream[at + 12 : at + 12 + n])
+        at += 12 + n + 4
+    return payloads
+
+
 def _damage_gzip_records(path: Path, rng: random.Random, value_kind: str, image_kind: str) -> str:
+    """Mostly one record's payload damaged and framed again with valid checksums, so the damage
+    reaches the record's decoding; else the framing or the compressed stream itself."""
     compressed = path.read_bytes()
-    if rng.random() < 0.25:
+    if rng.random() < 0.2:
         raw, label = _damage_bytes(compressed, rng)
         path.write_bytes(raw)
         return f"gzip stream: {label}"
-    records = gzip.decompress(compressed)
-    if rng.random() < 0.3:
-        cut = rng.randrange(0, max(1, len(records)))
-        damaged, label = records[:cut], f"records cut at {cut} of {len(records)}"
-    else:
-        damaged, label = _damage_bytes(records, rng)
-    path.write_bytes(gzip.compress(damaged, mtime=0))
-    return f"records: {label}"
+    stream = gzip.decompress(compressed)
+    payloads = _records(stream)
+    if not payloads or rng.random() < 0.25:
+        damaged, label = _damage_bytes(stream, rng)
+        path.write_bytes(gzip.compress(damaged, mtime=0))
+        return f"records: {label}"
+    i = rng.randrange(len(payloads))
+    payloads[i], label = _damage_bytes(payloads[i], rng)
+    path.write_bytes(gzip.compress(b"".join(map(_framed, payloads)), mtime=0))
+    return f"record {i}, checksums valid: {label}"
 
 
 ROUTES = {

@@ -189,6 +189,8 @@ def test_csv_damage_breaks_one_data_row_and_keeps_the_header(tmp_path: Path) -> 
 def test_parts_and_gzip_record_shards_get_damage_of_their_own(tmp_path: Path) -> None:
     import gzip
 
+    from gui_assets_tests.fuzz_damage import _framed, _records
+
     part = tmp_path / "screenshots_02"
     shard = tmp_path / "android_control-00003-of-00020"
     plain = tmp_path / "notes-00003-of-00020"  # a shard name over bytes that are not gzip
@@ -196,7 +198,7 @@ def test_parts_and_gzip_record_shards_get_damage_of_their_own(tmp_path: Path) ->
     volume = tmp_path / "screenshots.z01"
     volume.write_bytes(b"PK")
     assert damage_route(volume) == "part"
-    records = b"".join(bytes([i]) * 200 for i in range(20))
+    records = b"".join(_framed(bytes([i]) * 200) for i in range(20))
     outcomes = set()
     for seed in range(30):
         part.write_bytes(records)
@@ -205,7 +207,11 @@ def test_parts_and_gzip_record_shards_get_damage_of_their_own(tmp_path: Path) ->
         what = damage_file(part, random.Random(seed), "null", "flip")
         assert not part.exists() if what == "part missing" else part.read_bytes() != records, what
         what = damage_file(shard, random.Random(seed), "null", "flip")
-        outcomes.add(what.split(":")[0])
+        outcomes.add(what.split(":")[0].split(",")[0])
+        if what.startswith("record "):  # every record still frames with valid checksums
+            stream = gzip.decompress(shard.read_bytes())
+            assert b"".join(map(_framed, _records(stream))) == stream
         assert shard.read_bytes() != gzip.compress(records, mtime=0), what
     assert outcomes >= {"records", "gzip stream", "file truncated"}
+    assert any(o.startswith("record ") for o in outcomes)  # a payload damaged, framed again
     assert damage_route(plain) is None
