@@ -188,7 +188,7 @@ def test_every_shard_batches_in_the_libero_loader(native_build: Build, spec: Sou
 
 
 def test_every_directory_batches_in_one_loader_once_agentview_hw_is_set(resized_build: Build) -> None:
-    """With agentview_hw=(128, 128), all shards of all 12 directories concatenate into one mixing loader."""
+    """With agentview_hw=(128, 128), all shards of every directory concatenate into one mixing loader."""
     out, infos = resized_build
     names = sorted(infos)
     parts: list[Any] = []
