@@ -132,12 +132,14 @@ def write_m2w(tmp_path: Path) -> WriteMirror:
     return write
 
 
-def built_once(tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], object]) -> Path:
+def built_once(
+    tmp_path_factory: pytest.TempPathFactory, worker_id: str, name: str, build: Callable[[Path], object]
+) -> Path:
     """`build(folder)` run once per test session, even across xdist workers: the first worker to
     get here builds under a file lock in the session's shared temp folder; the others wait for it
     and read the same folder. What is built here is read, never changed, by the tests."""
     root = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
+    if worker_id != "master":  # xdist's fixture; the environment would leak into a nested pytest
         root = root.parent  # the folder every worker of this session has its own temp folder in
     folder = root / name
     with (root / f"{name}.lock").open("w") as lock:
@@ -151,16 +153,16 @@ def built_once(tmp_path_factory: pytest.TempPathFactory, name: str, build: Calla
 
 
 @pytest.fixture(scope="session")
-def demo_mirror(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def demo_mirror(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
     def generate(folder: Path) -> None:
         ensure_demo_mirror(folder / "mirror", SOURCES)
 
-    return built_once(tmp_path_factory, "demo", generate) / "mirror"
+    return built_once(tmp_path_factory, worker_id, "demo", generate) / "mirror"
 
 
 @pytest.fixture(scope="session")
 def demo_build(
-    tmp_path_factory: pytest.TempPathFactory, demo_mirror: Path
+    tmp_path_factory: pytest.TempPathFactory, worker_id: str, demo_mirror: Path
 ) -> tuple[Path, dict[str, DatasetInfo]]:
     """Every Mind2Web partition of the demo mirror built once: (out dir, infos by partition)."""
 
@@ -168,7 +170,7 @@ def demo_build(
         for key in MIND2WEB.partition_keys:
             build_directory(MIND2WEB, key, out, RawSettings(mode="mirror", mirror=demo_mirror))
 
-    out = built_once(tmp_path_factory, "build", build)
+    out = built_once(tmp_path_factory, worker_id, "build", build)
     infos = {
         key: DatasetInfo.read(out / MIND2WEB.directory(key) / "dataset_info.json")
         for key in MIND2WEB.partition_keys
@@ -177,7 +179,7 @@ def demo_build(
 
 
 @pytest.fixture(scope="session")
-def every_demo(demo_mirror: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def every_demo(demo_mirror: Path, tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
     """Every partition of every source of the demo mirror, built once: the out dir."""
 
     def build(out: Path) -> None:
@@ -185,14 +187,14 @@ def every_demo(demo_mirror: Path, tmp_path_factory: pytest.TempPathFactory) -> P
             for key in spec.partition_keys:
                 build_directory(spec, key, out, RawSettings("mirror", demo_mirror))
 
-    return built_once(tmp_path_factory, "every-demo", build)
+    return built_once(tmp_path_factory, worker_id, "every-demo", build)
 
 
 AGENTVIEW_HW = (360, 640)
 
 
 @pytest.fixture(scope="session")
-def agentview_hw_build(demo_mirror: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def agentview_hw_build(demo_mirror: Path, tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
     """Mind2Web train and AgentNet win_mac (three native sizes) built at agentview_hw 360x640."""
 
     def build(out: Path) -> None:
@@ -200,7 +202,7 @@ def agentview_hw_build(demo_mirror: Path, tmp_path_factory: pytest.TempPathFacto
         for spec, key in ((MIND2WEB, "train"), (AGENTNET, "win_mac")):
             build_directory(spec, key, out, RawSettings("mirror", demo_mirror), config)
 
-    return built_once(tmp_path_factory, "agentview-hw", build)
+    return built_once(tmp_path_factory, worker_id, "agentview-hw", build)
 
 
 def cli_materialize(

@@ -219,7 +219,20 @@ def test_a_new_source_is_one_folder_and_one_folder_of_tests(tmp_path: Path) -> N
         "README.md",  # its row of the sources table, generated likewise
     }
     tests = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "0", "-v", *STRUCTURAL],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:warnings",
+            "-n",
+            "0",
+            "-v",
+            "-rf",
+            *STRUCTURAL,
+        ],
         cwd=copy,
         env=env,
         capture_output=True,
