@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gui_assets.checks.invariants import Verdict, judged
+from gui_assets.checks.verdict import Verdict, judged
 from gui_assets.validate.directory import check_integrity
 
 

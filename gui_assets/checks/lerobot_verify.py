@@ -6,7 +6,7 @@
   and eye-in-hand), and the step's action type and parameters are the shard's;
 - tasks: every episode's task is its demo's language instruction.
 
-Each returns an invariants.Verdict. Episodes are matched to demos by position: the export writes
+Each returns a verdict.Verdict. Episodes are matched to demos by position: the export writes
 a dataset's episodes in its shards' order, demos by number.
 """
 
@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow.parquet as pq
 from PIL import Image
 
-from gui_assets.checks.invariants import ERROR, Offenders, Verdict
+from gui_assets.checks.verdict import ERROR, Offenders, Verdict
 from gui_assets.core import shard_reader
 from gui_assets.core.layout import DatasetInfo, OutLayout, built_directories
 from gui_assets.publish import lerobot

@@ -18,7 +18,7 @@ import dagster as dg
 
 from gui_assets.checks import charts, integrity, invariants
 from gui_assets.checks.alerts import Alert
-from gui_assets.checks.invariants import Verdict
+from gui_assets.checks.verdict import Verdict
 from gui_assets.core import shard_reader
 from gui_assets.core.episode_store import ImageStore
 from gui_assets.core.layout import OutLayout

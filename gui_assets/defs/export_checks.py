@@ -6,7 +6,7 @@ from collections.abc import Callable
 import dagster as dg
 
 from gui_assets.checks import lerobot_verify
-from gui_assets.checks.invariants import Verdict
+from gui_assets.checks.verdict import Verdict
 from gui_assets.defs.checks import report
 from gui_assets.defs.resources import AlertsResource, GuiAssetsPaths
 
