@@ -7,6 +7,11 @@ An image source is one of:
   members on later segments at the wrong offsets), so the central directory is parsed here
   (zip64 included) and every member's disk and offset resolved against the segment files,
   read as one stream. One member is read (and inflated) at a time; nothing is extracted.
+- a zip cut into byte ranges (`screenshots_01`, `screenshots_02`, ... whose concatenation is the
+  zip), given as its ordered parts: the same stream, every member on disk 0 at an absolute offset.
+
+Members are indexed by file name; two members (or files) under one name whose contents differ
+are recorded in `clashes` (the first one is the one read), for a source that must refuse them.
 
 Members are refused by named reason: absolute or `..` paths, encryption, unknown compression,
 an uncompressed size over MAX_MEMBER_BYTES or a compression ratio no image has; a CRC or size
@@ -87,8 +92,9 @@ class _Segments:
             if fh is None:
                 fh = open(self.paths[disk], "rb")  # noqa: SIM115 - kept open for the next member
                 self._handles[disk] = fh
+            left = self.sizes[disk] - (pos - self.base[disk])  # not positive: an offset past the end
             fh.seek(pos - self.base[disk])  # type: ignore[attr-defined]
-            chunk = fh.read(min(n, self.sizes[disk] - (pos - self.base[disk])))  # type: ignore[attr-defined]
+            chunk = fh.read(min(n, left)) if left > 0 else b""  # type: ignore[attr-defined]
             if not chunk:
                 raise ArchiveError(
                     DropReason.TRUNCATED_ARCHIVE_MEMBER, f"read past the end of {self.paths[disk].name}"
@@ -97,6 +103,13 @@ class _Segments:
             pos += len(chunk)
             n -= len(chunk)
         return bytes(out)
+
+    def holding(self, pos: int, n: int) -> str:
+        """The names of the segment files bytes [pos, pos + n) lie in: where a damaged member is."""
+        end = pos + max(n, 1)
+        spans = zip(self.paths, self.base, self.sizes, strict=True)
+        held = [p.name for p, start, size in spans if start < end and start + size > pos]
+        return ", ".join(held) or self.paths[-1].name  # a range past the end: the last file is short
 
     def close(self) -> None:
         for fh in self._handles.values():
@@ -144,48 +157,60 @@ def _zip64_extra(
 
 
 class ZipImages:
-    """The members of a plain or split zip archive, by file name."""
+    """The members of a plain or split zip archive, or of a zip cut into byte ranges, by file name.
 
-    def __init__(self, zip_path: Path) -> None:
+    `parts`, when given, are the files whose concatenation is the archive, in order; `zip_path`
+    then only names it (errors say which parts). Without them the parts are the zip's `zip -s`
+    segments, if any, and the zip itself."""
+
+    def __init__(self, zip_path: Path, parts: list[Path] | None = None) -> None:
         self.path = zip_path
-        self.segments = _Segments(split_segments(zip_path))
+        self.label = zip_path.name
+        if parts is not None:
+            if not parts:
+                raise ArchiveError(DropReason.TRUNCATED_ARCHIVE, f"{zip_path.name}: no parts")
+            names = ", ".join(p.name for p in parts)
+            self.label = f"{zip_path.name} ({len(parts)} part(s) {names} in {parts[0].parent})"
+        self.segments = _Segments(parts if parts is not None else split_segments(zip_path))
+        # A zip -s archive keeps its end records whole in its last segment; a cut into byte ranges
+        # can fall anywhere, the end records included.
+        self._end_within = 0 if parts is not None else self.segments.base[-1]
         self.members: dict[str, Member] = {}
         self.refused: dict[str, DropReason] = {}
+        self.clashes: dict[str, tuple[str, str]] = {}
         self._read_central_directory()
 
     def _read_central_directory(self) -> None:
         seg = self.segments
-        last = len(seg.paths) - 1
-        tail_len = min(seg.sizes[last], 65536 + 22)
-        tail = seg.read(seg.base[last] + seg.sizes[last] - tail_len, tail_len)
-        at = tail.rfind(_EOCD)
+        total_size = seg.base[-1] + seg.sizes[-1]
+        tail_from = max(self._end_within, total_size - (65536 + 22))
+        tail = self._directory_bytes(tail_from, total_size - tail_from)
+        at = tail.rfind(_EOCD, 0, len(tail) - 22 + len(_EOCD))  # a whole 22-byte record, not a cut one
         if at < 0:
-            raise ArchiveError(DropReason.TRUNCATED_ARCHIVE, f"{self.path.name}: no end of central directory")
+            raise ArchiveError(DropReason.TRUNCATED_ARCHIVE, f"{self.label}: no end of central directory")
         (_, _, cd_disk, _, total, cd_size, cd_offset, _) = struct.unpack_from("<4sHHHHIIH", tail, at)
         if 0xFFFF in (cd_disk, total) or 0xFFFFFFFF in (cd_size, cd_offset):
             loc = tail.rfind(_ZIP64_LOCATOR, 0, at)
             if loc < 0:
-                raise ArchiveError(DropReason.TRUNCATED_ARCHIVE, f"{self.path.name}: zip64 locator missing")
+                raise ArchiveError(DropReason.TRUNCATED_ARCHIVE, f"{self.label}: zip64 locator missing")
             _, z64_disk, z64_off, _ = struct.unpack_from("<4sIQI", tail, loc)
             if z64_disk >= len(seg.paths):
                 raise ArchiveError(
-                    DropReason.TRUNCATED_ARCHIVE, f"{self.path.name}: zip64 record on a missing segment"
+                    DropReason.TRUNCATED_ARCHIVE, f"{self.label}: zip64 record on a missing segment"
                 )
-            rec = seg.read(seg.base[z64_disk] + z64_off, 56)
+            rec = self._directory_bytes(seg.base[z64_disk] + z64_off, 56)
             if rec[:4] != _ZIP64_EOCD:
-                raise ArchiveError(DropReason.TRUNCATED_ARCHIVE, f"{self.path.name}: bad zip64 record")
+                raise ArchiveError(DropReason.TRUNCATED_ARCHIVE, f"{self.label}: bad zip64 record")
             (_, _, _, _, _, cd_disk, _, total, cd_size, cd_offset) = struct.unpack_from("<4sQHHIIQQQQ", rec)
         if cd_disk >= len(seg.paths):
             raise ArchiveError(
-                DropReason.TRUNCATED_ARCHIVE, f"{self.path.name}: central directory on a missing segment"
+                DropReason.TRUNCATED_ARCHIVE, f"{self.label}: central directory on a missing segment"
             )
-        cd = seg.read(seg.base[cd_disk] + cd_offset, cd_size)
+        cd = self._directory_bytes(seg.base[cd_disk] + cd_offset, cd_size)
         i = 0
         for _ in range(total):
-            if cd[i : i + 4] != _CENTRAL:
-                raise ArchiveError(
-                    DropReason.TRUNCATED_ARCHIVE, f"{self.path.name}: corrupt central directory"
-                )
+            if cd[i : i + 4] != _CENTRAL or i + 46 > len(cd):
+                raise ArchiveError(DropReason.TRUNCATED_ARCHIVE, f"{self.label}: corrupt central directory")
             (
                 _,
                 made_by,
@@ -215,6 +240,16 @@ class ZipImages:
                 Member(name, disk, offset, csize, usize, method, crc, flags | (_SYMLINK if symlink else 0))
             )
 
+    def _directory_bytes(self, pos: int, n: int) -> bytes:
+        """End records or central directory bytes: where they run short (a part or segment cut
+        or missing), the whole archive is unreadable (OPEN_DROPS), named by all its parts."""
+        try:
+            return self.segments.read(pos, n)
+        except ArchiveError:
+            raise ArchiveError(
+                DropReason.TRUNCATED_ARCHIVE, f"{self.label}: its directory runs past the end of its data"
+            ) from None
+
     def _index(self, m: Member) -> None:
         if m.name.endswith("/"):
             return
@@ -231,7 +266,9 @@ class ZipImages:
         elif m.disk >= len(self.segments.paths):
             self.refused[path.name] = DropReason.TRUNCATED_ARCHIVE_MEMBER  # on a missing segment
         else:
-            self.members.setdefault(path.name, m)
+            first = self.members.setdefault(path.name, m)
+            if first is not m and (first.crc, first.size) != (m.crc, m.size):
+                self.clashes.setdefault(path.name, (first.name, m.name))
 
     def names(self) -> set[str]:
         return set(self.members)
@@ -244,15 +281,16 @@ class ZipImages:
         m = self.members[name]
         seg = self.segments
         start = seg.base[m.disk] + m.offset
+        where = f"{name} in {seg.holding(start, 30 + m.compressed)}"  # the part(s) at fault, if damaged
         header = seg.read(start, 30)
         if header[:4] != _LOCAL:
-            raise ArchiveError(DropReason.TRUNCATED_ARCHIVE_MEMBER, f"{name}: no local header at its offset")
+            raise ArchiveError(DropReason.TRUNCATED_ARCHIVE_MEMBER, f"{where}: no local header at its offset")
         nlen, elen = struct.unpack_from("<HH", header, 26)
         data = seg.read(start + 30 + nlen + elen, m.compressed)
         if m.method == 8:
-            data = _inflate_at_most(name, data, m.size)
+            data = _inflate_at_most(where, data, m.size)
         if len(data) != m.size or (zlib.crc32(data) & 0xFFFFFFFF) != m.crc:
-            raise ArchiveError(DropReason.TRUNCATED_ARCHIVE_MEMBER, f"{name}: size or CRC mismatch")
+            raise ArchiveError(DropReason.TRUNCATED_ARCHIVE_MEMBER, f"{where}: size or CRC mismatch")
         return data
 
     def close(self) -> None:
@@ -282,6 +320,7 @@ class FolderImages:
         self.path = root
         self.members: dict[str, Path] = {}
         self.refused: dict[str, DropReason] = {}
+        self.clashes: dict[str, tuple[str, str]] = {}
         inside = root.resolve()
         for dirpath, _, files in os.walk(root):
             for f in sorted(files):
@@ -292,18 +331,31 @@ class FolderImages:
                             f, DropReason.UNSAFE_ARCHIVE_MEMBER
                         )  # points out of the folder
                         continue
-                    self.members.setdefault(f, p)
+                    first = self.members.setdefault(f, p)
+                    if first != p and _size(first) != _size(p):
+                        self.clashes.setdefault(f, (str(first), str(p)))
 
     def names(self) -> set[str]:
         return set(self.members)
 
     def read(self, name: str) -> bytes:
+        """A file's bytes; ArchiveError with the refusal reason for a refused file, KeyError for
+        one the folder does not hold."""
+        if name not in self.members and name in self.refused:
+            raise ArchiveError(self.refused[name], name)
         p = self.members[name]
         if p.stat().st_size > MAX_MEMBER_BYTES:
             raise ArchiveError(DropReason.ARCHIVE_MEMBER_TOO_LARGE, name)
         return p.read_bytes()
 
     def close(self) -> None:
+        return None
+
+
+def _size(path: Path) -> int | None:
+    try:
+        return path.stat().st_size
+    except OSError:  # a dangling link: reading it is what fails, by name
         return None
 
 

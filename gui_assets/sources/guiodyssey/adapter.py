@@ -62,7 +62,7 @@ from gui_assets.core.ir import NO_MASK, POINT_MASK, SPAN_MASK, ActionType, GuiEp
 from gui_assets.sources import archives, assembly
 from gui_assets.sources.assembly import AdapterRun, Steps
 from gui_assets.sources.guiodyssey.annotations import Annotations, annotation_name, episode_key, read_split
-from gui_assets.sources.guiodyssey.screenshots import ScreenshotSourceError, ScreenshotStore, open_screenshots
+from gui_assets.sources.guiodyssey.screenshots import Screenshots, open_screenshots
 from gui_assets.sources.mirror import RawInputError
 
 REPO_ID = "OpenGVLab/GUI-Odyssey"
@@ -168,7 +168,7 @@ def _screenshot_name(step: dict[str, Any], episode_id: str, index: int) -> str:
 
 
 def _steps(
-    raw_steps: list[Any], episode_id: str, screenshots: ScreenshotStore, run: AdapterRun, ref: SourceRef
+    raw_steps: list[Any], episode_id: str, screenshots: Screenshots, run: AdapterRun, ref: SourceRef
 ) -> tuple[Steps, bool]:
     """The episode's steps and whether it ended in COMPLETE; Drop for the first step that
     cannot be mapped (the caller drops the episode)."""
@@ -186,9 +186,9 @@ def _steps(
         notes = {k: step[k] for k in STEP_NOTES if step.get(k) not in (None, "")}
         # The action is mapped before the screenshot is read: an unknown one costs no image.
         mapped = map_action(step.get("action"), step.get("info"))
-        if name not in screenshots:
+        if name not in screenshots.members and name not in screenshots.refused:
             raise Drop(DropReason.MISSING_SCREENSHOT, name)
-        obs = run.observe(screenshots.read(name))
+        obs = run.observe(screenshots.read(name))  # a refused or damaged member: ArchiveError, a Drop
         notes_json = json.dumps(notes, ensure_ascii=False, sort_keys=True) if notes else ""
         make = step_builder(obs, step_ref, annotations=notes_json)
         steps.add(make(mapped.kind, mapped.params, mapped.mask, mapped.text, name=mapped.name))
@@ -235,7 +235,7 @@ def episodes(run: AdapterRun) -> Iterator[GuiEpisode]:
     annotations = Annotations(raw.root)
     try:
         screenshots = open_screenshots(raw.root)
-    except ScreenshotSourceError as e:
+    except (archives.ImageSourceError, archives.ArchiveError, OSError) as e:
         annotations.close()
         raise RawInputError(f"{raw.repo_id}: {e}") from None
     try:
@@ -243,7 +243,7 @@ def episodes(run: AdapterRun) -> Iterator[GuiEpisode]:
             episode = _episode(entry, annotations, screenshots, run, split_file)
             if episode is not None:
                 yield episode
-    except ScreenshotSourceError as e:
+    except OSError as e:  # a file that went away or cannot be read mid-run: its error names it
         raise RawInputError(f"{raw.repo_id}: {e}") from None
     finally:
         screenshots.close()
@@ -251,7 +251,7 @@ def episodes(run: AdapterRun) -> Iterator[GuiEpisode]:
 
 
 def _episode(
-    entry: Any, annotations: Annotations, screenshots: ScreenshotStore, run: AdapterRun, split_file: str
+    entry: Any, annotations: Annotations, screenshots: Screenshots, run: AdapterRun, split_file: str
 ) -> GuiEpisode | None:
     name = annotation_name(entry)
     if name is None:

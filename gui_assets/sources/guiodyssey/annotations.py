@@ -6,18 +6,19 @@ annotation is read from, in order: `annotations/<episode_id>.json`, the member o
 `zips/annotations.zip`, or the episode of that id in the all-in-one file (`all_anno.json` in
 OpenGVLab/GUI-Odyssey, `all_annot.json` in hflqf88888/GUIOdyssey: a JSON list of annotations).
 Episode ids stay strings: an id written as a JSON number (a re-export) gets its 16 digits back.
+The zip is read by the shared `archives.ZipImages`, so its members meet the same refusals as any
+archive's (unsafe paths, encryption, unknown compression, bombs), each a counted drop.
 """
 
 from __future__ import annotations
 
 import json
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from gui_assets.core.drops import Drop, DropReason
-from gui_assets.sources.guiodyssey.screenshots import member_refusal
+from gui_assets.sources.archives import ArchiveError, ZipImages
 from gui_assets.sources.mirror import RawInputError
 
 SPLITS_DIR = "splits"
@@ -78,17 +79,13 @@ class Annotations:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.folder = root / ANNOTATIONS_DIR
-        self._zip: zipfile.ZipFile | None = None
-        self._zip_members: dict[str, zipfile.ZipInfo] = {}
+        self._zip: ZipImages | None = None
         zip_path = root / ANNOTATIONS_ZIP
         if zip_path.is_file():
             try:
-                self._zip = zipfile.ZipFile(zip_path)
-            except (zipfile.BadZipFile, OSError, EOFError) as e:
+                self._zip = ZipImages(zip_path)  # members by file name, as split files name them
+            except (ArchiveError, OSError) as e:
                 raise RawInputError(f"{ANNOTATIONS_ZIP} is not a readable zip: {e}") from None
-            for info in self._zip.infolist():
-                if not info.is_dir():
-                    self._zip_members.setdefault(info.filename.rsplit("/", 1)[-1], info)
         self._all_in_one: tuple[str, dict[str, tuple[int, Any]]] | None = None
         self.all_in_one_file = next((n for n in ALL_IN_ONE if (root / n).is_file()), None)
         if not (self.folder.is_dir() or self._zip is not None or self.all_in_one_file):
@@ -102,18 +99,12 @@ class Annotations:
         path = self.folder / name
         if path.is_file():
             return Found(f"{ANNOTATIONS_DIR}/{name}", None, _parse(path.read_bytes(), name))
-        if self._zip is not None and name in self._zip_members:
-            info = self._zip_members[name]
-            refusal = member_refusal(info)
-            if refusal is not None:
-                raise Drop(refusal, f"{ANNOTATIONS_ZIP}:{info.filename}")
+        if self._zip is not None and (name in self._zip.members or name in self._zip.refused):
             try:
-                data = self._zip.read(info)
-            except (zipfile.BadZipFile, OSError, EOFError, ValueError) as e:
-                raise Drop(
-                    DropReason.TRUNCATED_ARCHIVE_MEMBER, f"{ANNOTATIONS_ZIP}:{info.filename}: {e}"
-                ) from None
-            return Found(ANNOTATIONS_ZIP, info.filename, _parse(data, name))
+                data = self._zip.read(name)
+            except ArchiveError as e:
+                raise Drop(e.reason, f"{ANNOTATIONS_ZIP}: {e}") from None
+            return Found(ANNOTATIONS_ZIP, self._zip.members[name].name, _parse(data, name))
         if self.all_in_one_file is not None:
             file, by_id = self._load_all_in_one()
             row = by_id.get(name.removesuffix(".json"))

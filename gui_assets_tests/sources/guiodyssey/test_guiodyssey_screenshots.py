@@ -1,5 +1,6 @@
-"""GUI-Odyssey screenshot stores: folders, a plain zip, one zip cut into byte-range parts, and a
-multi-volume `zip -s` archive (read by the shared central-directory reader)."""
+"""GUI-Odyssey screenshots: folders, a plain zip, one zip cut into byte-range parts, and a
+multi-volume `zip -s` archive, each found where the release keeps it and read by the shared
+readers of `gui_assets.sources.archives` (whose own tests cover the byte-range stream itself)."""
 
 from __future__ import annotations
 
@@ -11,16 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from gui_assets.sources.archives import ArchiveError
-from gui_assets.sources.guiodyssey.screenshots import (
-    ConcatenatedParts,
-    FolderScreenshots,
-    ScreenshotSourceError,
-    VolumeScreenshots,
-    ZipScreenshots,
-    find_zip_parts,
-    open_screenshots,
-)
+from gui_assets.sources.archives import ArchiveError, FolderImages, ImageSourceError, ZipImages
+from gui_assets.sources.guiodyssey.screenshots import find_zip_parts, open_screenshots
 
 
 def image_bytes(seed: int, size: int) -> bytes:
@@ -61,43 +54,6 @@ def member_span(archive_bytes: bytes, name: str) -> tuple[int, int]:
     return info.header_offset, info.header_offset + 30 + len(info.filename) + info.compress_size
 
 
-# --- ConcatenatedParts ---------------------------------------------------------------------------
-
-
-def test_concatenated_parts_behave_like_the_joined_file(tmp_path: Path) -> None:
-    data = image_bytes(9, 10_000)
-    parts = cut_into_parts(data, [1234, 1235, 7000], tmp_path)  # includes a 1-byte part
-    joined = io.BytesIO(data)
-    rng = random.Random(0)
-    with ConcatenatedParts(parts) as stream:
-        assert stream.size == len(data) and stream.seekable() and stream.readable()
-        assert stream.read() == data
-        for _ in range(300):
-            offset, length = rng.randrange(0, len(data) + 50), rng.randrange(0, 3000)
-            whence = rng.choice([io.SEEK_SET, io.SEEK_END, io.SEEK_CUR])
-            if whence == io.SEEK_END:
-                offset = -rng.randrange(0, len(data))
-            elif whence == io.SEEK_CUR:
-                offset = rng.randrange(-stream.tell(), 500)
-            assert stream.seek(offset, whence) == joined.seek(offset, whence)
-            assert stream.read(length) == joined.read(length)
-            assert stream.tell() == joined.tell()
-
-
-def test_part_shrunk_after_opening(tmp_path: Path) -> None:
-    parts = cut_into_parts(image_bytes(5, 2000), [1000], tmp_path)
-    stream = ConcatenatedParts(parts)
-    parts[0].write_bytes(parts[0].read_bytes()[:500])
-    with pytest.raises(ScreenshotSourceError, match=r"screenshots_01 ends at byte 500"):
-        stream.read()
-    stream.close()
-
-
-def test_missing_part_path(tmp_path: Path) -> None:
-    with pytest.raises(ScreenshotSourceError, match=r"screenshots_07 cannot be opened"):
-        ConcatenatedParts([tmp_path / "screenshots_07"])
-
-
 # --- split zip ----------------------------------------------------------------------------------
 
 
@@ -110,13 +66,13 @@ def test_split_zip_member_spanning_a_boundary(tmp_path: Path, compression: int) 
     parts = cut_into_parts(archive, cuts, tmp_path / "zips")
     assert find_zip_parts(tmp_path / "zips") == parts
     store = open_screenshots(tmp_path)
-    assert isinstance(store, ZipScreenshots)
-    assert store.names() == sorted(IMAGES)
+    assert isinstance(store, ZipImages) and store.segments.paths == parts
+    assert store.names() == set(IMAGES)
     for name, data in IMAGES.items():
         assert store.read(name) == data
-    assert store.where("2024100912345678_1.png") == "screenshots/data_0/2024100912345678_1.png"
-    assert "missing.png" not in store
-    with pytest.raises(ScreenshotSourceError, match=r"missing\.png not in 3 part"):
+    assert store.members["2024100912345678_1.png"].name == "screenshots/data_0/2024100912345678_1.png"
+    assert "missing.png" not in store.members and "missing.png" not in store.refused
+    with pytest.raises(KeyError, match=r"missing\.png"):
         store.read("missing.png")
     store.close()
 
@@ -124,9 +80,7 @@ def test_split_zip_member_spanning_a_boundary(tmp_path: Path, compression: int) 
 def test_missing_middle_part_is_named(tmp_path: Path) -> None:
     parts = cut_into_parts(build_zip(IMAGES), [4000, 9000], tmp_path / "zips")
     parts[1].unlink()
-    with pytest.raises(
-        ScreenshotSourceError, match=r"zip parts missing in .*zips: screenshots_02 \(found 2\)"
-    ):
+    with pytest.raises(ImageSourceError, match=r"zip parts missing in .*zips: screenshots_02 \(found 2\)"):
         open_screenshots(tmp_path)
 
 
@@ -134,23 +88,31 @@ def test_missing_last_part(tmp_path: Path) -> None:
     parts = cut_into_parts(build_zip(IMAGES), [4000, 9000], tmp_path / "zips")
     parts[2].unlink()
     with pytest.raises(
-        ScreenshotSourceError,
-        match=r"not a complete zip archive: 2 part\(s\) .*screenshots_01, screenshots_02",
-    ):
+        ArchiveError,
+        match=r"screenshots \(2 part\(s\) screenshots_01, screenshots_02 in .*zips\): no end of central",
+    ) as refused:
         open_screenshots(tmp_path)
+    assert refused.value.reason.value == "truncated_archive"  # the partition fails, naming the parts
 
 
-def test_truncated_middle_part_fails_when_opened(tmp_path: Path) -> None:
+@pytest.mark.parametrize("change", ["cut", "grown"])
+def test_a_middle_part_short_or_long_fails_when_opened(tmp_path: Path, change: str) -> None:
+    # Every offset after the damage moves, the central directory's with them: the archive, not
+    # some later member, is refused, naming every part.
     parts = cut_into_parts(build_zip(IMAGES), [4000, 9000], tmp_path / "zips")
-    parts[1].write_bytes(parts[1].read_bytes()[:-700])
-    with pytest.raises(ScreenshotSourceError, match=r"zip archive (truncated|damaged)"):
+    middle = parts[1].read_bytes()
+    parts[1].write_bytes(middle[:-700] if change == "cut" else middle + bytes(700))
+    with pytest.raises(
+        ArchiveError, match=r"3 part\(s\) screenshots_01, screenshots_02, screenshots_03"
+    ) as e:
         open_screenshots(tmp_path)
+    assert e.value.reason.value == "truncated_archive"
 
 
 def test_truncated_last_part(tmp_path: Path) -> None:
     parts = cut_into_parts(build_zip(IMAGES), [4000, 9000], tmp_path / "zips")
     parts[2].write_bytes(parts[2].read_bytes()[:-10])  # the end-of-central-directory record is cut
-    with pytest.raises(ScreenshotSourceError, match=r"not a complete zip archive"):
+    with pytest.raises(ArchiveError, match=r"screenshots_03 in .*zips\): no end of central directory"):
         open_screenshots(tmp_path)
 
 
@@ -161,7 +123,9 @@ def test_corrupt_member_data_is_a_named_drop(tmp_path: Path) -> None:
     cut_into_parts(bytes(archive), [start + 5], tmp_path / "zips")
     store = open_screenshots(tmp_path)
     assert store.read("2024100912345678_0.png") == IMAGES["2024100912345678_0.png"]
-    with pytest.raises(ArchiveError, match=r"member 2024100912345678_2\.png of .*Bad CRC-32") as refused:
+    with pytest.raises(
+        ArchiveError, match=r"2024100912345678_2\.png in screenshots_01, screenshots_02: size or CRC"
+    ) as refused:
         store.read("2024100912345678_2.png")
     assert refused.value.reason.value == "truncated_archive_member"  # the episode is dropped, counted
     store.close()
@@ -173,7 +137,7 @@ def test_gap_in_part_numbers_detected_with_wide_numbers(tmp_path: Path) -> None:
     for number in (1, 2, 4):
         (folder / f"screenshots_{number:03d}").write_bytes(b"x")
     (folder / "annotations.zip").write_bytes(b"not a part")
-    with pytest.raises(ScreenshotSourceError, match=r"screenshots_003"):
+    with pytest.raises(ImageSourceError, match=r"screenshots_003"):
         find_zip_parts(folder)
 
 
@@ -184,15 +148,15 @@ def test_plain_zip(tmp_path: Path) -> None:
     (tmp_path / "zips").mkdir()
     (tmp_path / "zips" / "screenshots.zip").write_bytes(build_zip(IMAGES, zipfile.ZIP_DEFLATED))
     store = open_screenshots(tmp_path)
-    assert isinstance(store, ZipScreenshots)
+    assert isinstance(store, ZipImages) and store.segments.paths == [tmp_path / "zips" / "screenshots.zip"]
     assert store.read("0000000000000001_0.png") == IMAGES["0000000000000001_0.png"]
 
 
 def test_plain_zip_that_is_not_a_zip(tmp_path: Path) -> None:
-    path = tmp_path / "broken.zip"
-    path.write_bytes(b"PK\x03\x04 and then nothing useful")
-    with pytest.raises(ScreenshotSourceError, match=r"not a complete zip archive: .*broken\.zip"):
-        ZipScreenshots(path)
+    (tmp_path / "zips").mkdir()
+    (tmp_path / "zips" / "screenshots.zip").write_bytes(b"PK\x03\x04 and then nothing useful")
+    with pytest.raises(ArchiveError, match=r"screenshots\.zip: no end of central directory"):
+        open_screenshots(tmp_path)
 
 
 def test_two_different_images_with_one_name_in_a_zip(tmp_path: Path) -> None:
@@ -200,9 +164,24 @@ def test_two_different_images_with_one_name_in_a_zip(tmp_path: Path) -> None:
     with zipfile.ZipFile(buffer, "w") as archive:
         archive.writestr("data_0/a.png", b"one")
         archive.writestr("data_1/a.png", b"two")
-    (tmp_path / "s.zip").write_bytes(buffer.getvalue())
-    with pytest.raises(ScreenshotSourceError, match=r"two different images named a\.png"):
-        ZipScreenshots(tmp_path / "s.zip")
+        archive.writestr("data_2/b.png", b"same")
+        archive.writestr("data_3/b.png", b"same")  # a copy: no doubt which image a step means
+    (tmp_path / "zips").mkdir()
+    (tmp_path / "zips" / "screenshots.zip").write_bytes(buffer.getvalue())
+    with pytest.raises(
+        ImageSourceError,
+        match=r"two different images named a\.png in screenshots\.zip: data_0/a.png and data_1",
+    ):
+        open_screenshots(tmp_path)
+
+
+def test_two_different_images_with_one_name_in_the_folders(tmp_path: Path) -> None:
+    for k, data in enumerate((b"one", b"three")):
+        (tmp_path / "screenshots" / f"data_{k}").mkdir(parents=True)
+        (tmp_path / "screenshots" / f"data_{k}" / "a.png").write_bytes(data)
+        (tmp_path / "screenshots" / f"data_{k}" / "b.png").write_bytes(b"same")
+    with pytest.raises(ImageSourceError, match=r"two different images named a\.png in .*screenshots: "):
+        open_screenshots(tmp_path)
 
 
 def test_folder_with_data_subfolders(tmp_path: Path) -> None:
@@ -213,11 +192,11 @@ def test_folder_with_data_subfolders(tmp_path: Path) -> None:
         (folder / name).write_bytes(IMAGES[name])
     (tmp_path / "screenshots" / "data_0" / "notes.txt").write_text("not an image")
     store = open_screenshots(tmp_path)
-    assert isinstance(store, FolderScreenshots)
-    assert store.names() == names
+    assert isinstance(store, FolderImages)
+    assert store.names() == set(names)
     assert store.read(names[1]) == IMAGES[names[1]]
-    assert store.where(names[1]) == f"screenshots/data_1/{names[1]}"
-    with pytest.raises(ScreenshotSourceError, match=r"screenshot absent\.png not found"):
+    assert store.members[names[1]] == tmp_path / "screenshots" / "data_1" / names[1]
+    with pytest.raises(KeyError, match=r"absent\.png"):
         store.read("absent.png")
 
 
@@ -227,12 +206,12 @@ def test_flat_folder_preferred_over_parts(tmp_path: Path) -> None:
         (tmp_path / "screenshots" / name).write_bytes(data)
     cut_into_parts(b"garbage that is never opened", [5], tmp_path / "zips")
     store = open_screenshots(tmp_path)
-    assert isinstance(store, FolderScreenshots)
+    assert isinstance(store, FolderImages)
     assert store.read("2024100912345678_2.png") == IMAGES["2024100912345678_2.png"]
 
 
 def test_no_screenshots_anywhere(tmp_path: Path) -> None:
-    with pytest.raises(ScreenshotSourceError, match=r"no screenshots under"):
+    with pytest.raises(ImageSourceError, match=r"no screenshots under"):
         open_screenshots(tmp_path)
 
 
@@ -241,10 +220,6 @@ def test_no_screenshots_anywhere(tmp_path: Path) -> None:
 FIXTURES = Path(__file__).parent / "fixtures"
 # Made with Info-ZIP 3.0: `zip -0 -X -s 64k screenshots.zip screenshots/*.png` (plus `-fz` to force
 # zip64 records, as an 87 GB archive has); members are random.Random(100 + i).randbytes(30000).
-SPANNED_MEMBERS = {f"0000000000000042_{i}.png": random.Random(100 + i).randbytes(30000) for i in range(3)}
-# --- multi-volume `zip -s` archives (hflqf88888/GUIOdyssey ships its screenshots this way) ----------
-
-FIXTURES = Path(__file__).parent / "fixtures"
 SPANNED_MEMBERS = {f"0000000000000042_{i}.png": random.Random(100 + i).randbytes(30000) for i in range(3)}
 
 
@@ -261,35 +236,36 @@ def copy_volumes(kind: str, target: Path, skip: tuple[str, ...] = ()) -> Path:
 def test_spanned_archive_read_across_volumes(tmp_path: Path, kind: str) -> None:
     copy_volumes(kind, tmp_path)
     store = open_screenshots(tmp_path)
-    assert isinstance(store, VolumeScreenshots)
-    assert store.names() == sorted(SPANNED_MEMBERS)
+    assert isinstance(store, ZipImages)
+    assert [p.name for p in store.segments.paths] == ["screenshots.z01", "screenshots.zip"]
+    assert store.names() == set(SPANNED_MEMBERS)
     for name, data in SPANNED_MEMBERS.items():
         assert store.read(name) == data  # member _2 starts in .z01 and ends in .zip
-    assert store.where("0000000000000042_1.png") == "screenshots/0000000000000042_1.png"
-    assert "0000000000000042_3.png" not in store
-    with pytest.raises(ScreenshotSourceError, match=r"0000000000000042_3\.png not in 2 volume"):
+    assert store.members["0000000000000042_1.png"].name == "screenshots/0000000000000042_1.png"
+    assert "0000000000000042_3.png" not in store.members and "0000000000000042_3.png" not in store.refused
+    with pytest.raises(KeyError, match=r"0000000000000042_3\.png"):
         store.read("0000000000000042_3.png")
     store.close()
 
 
 def test_spanned_archive_with_a_volume_missing_is_named(tmp_path: Path) -> None:
     copy_volumes("spanned_zip64", tmp_path, skip=("screenshots.z01",))
-    with pytest.raises(ScreenshotSourceError, match=r"screenshots\.zip cannot be read: .*missing segment"):
+    with pytest.raises(ArchiveError, match=r"screenshots\.zip: zip64 record on a missing segment"):
         open_screenshots(tmp_path)
 
 
 def test_spanned_archive_with_a_gap_in_its_volumes_is_named(tmp_path: Path) -> None:
     folder = copy_volumes("spanned_plain", tmp_path)
     (folder / "screenshots.z01").rename(folder / "screenshots.z02")
-    with pytest.raises(
-        ScreenshotSourceError, match=r"missing segments of screenshots\.zip: .*screenshots\.z02"
-    ):
+    with pytest.raises(ArchiveError, match=r"missing segments of screenshots\.zip: .*screenshots\.z02"):
         open_screenshots(tmp_path)
 
 
 def test_spanned_archive_without_its_last_volume_is_named(tmp_path: Path) -> None:
     copy_volumes("spanned_plain", tmp_path, skip=("screenshots.zip",))
-    with pytest.raises(ScreenshotSourceError, match=r"screenshots\.zip cannot be read"):
+    with pytest.raises(
+        ImageSourceError, match=r"volumes screenshots\.z01 without their last one, screenshots\.zip"
+    ):
         open_screenshots(tmp_path)
 
 
@@ -302,23 +278,32 @@ def test_spanned_archive_with_a_short_volume_drops_the_cut_member(tmp_path: Path
     first.write_bytes(first.read_bytes()[:-100])
     store = open_screenshots(tmp_path)
     assert store.read("0000000000000042_0.png") == SPANNED_MEMBERS["0000000000000042_0.png"]
-    with pytest.raises(ArchiveError) as refused:
+    with pytest.raises(
+        ArchiveError, match=r"0000000000000042_2\.png in screenshots\.z01, screenshots\.zip"
+    ) as refused:
         store.read("0000000000000042_2.png")
     assert refused.value.reason.value == "truncated_archive_member"
     store.close()
 
 
-def test_spanned_archive_opened_as_byte_range_parts_is_named(tmp_path: Path) -> None:
-    folder = copy_volumes("spanned_plain", tmp_path)
-    parts = ConcatenatedParts([folder / "screenshots.z01", folder / "screenshots.zip"])
-    with pytest.raises(ScreenshotSourceError, match=r"multi-volume marker of a `zip -s` archive"):
-        ZipScreenshots(parts)
+@pytest.mark.parametrize("kind", ["spanned_plain", "spanned_zip64"])
+def test_spanned_volumes_renamed_as_byte_range_parts_still_read_exactly(tmp_path: Path, kind: str) -> None:
+    # Once refused (zipfile read them at the wrong offsets); the shared reader resolves each
+    # member's volume number against the parts, so a mirror that renamed the volumes reads right.
+    folder = copy_volumes(kind, tmp_path)
+    (tmp_path / "zips").mkdir()
+    (folder / "screenshots.z01").rename(tmp_path / "zips" / "screenshots_01")
+    (folder / "screenshots.zip").rename(tmp_path / "zips" / "screenshots_02")
+    folder.rmdir()
+    store = open_screenshots(tmp_path)
+    assert {name: store.read(name) for name in store.names()} == SPANNED_MEMBERS
+    store.close()
 
 
 # --- members refused by the shared archive rules ------------------------------------------------
 
 
-def test_an_encrypted_or_bomb_member_is_refused_before_zipfile_reads_it(tmp_path: Path) -> None:
+def test_an_encrypted_or_bomb_member_is_refused_before_it_is_read(tmp_path: Path) -> None:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         archive.writestr("screenshots/0000000000000001_0.png", b"not really encrypted")
@@ -347,6 +332,7 @@ def test_a_link_out_of_the_screenshot_folder_is_refused(tmp_path: Path) -> None:
     (tmp_path / "repo" / "screenshots").mkdir(parents=True)
     (tmp_path / "repo" / "screenshots" / "0000000000000001_0.png").symlink_to(secret)
     store = open_screenshots(tmp_path / "repo")
+    assert isinstance(store, FolderImages)  # a folder holding only a refused image is still the source
     with pytest.raises(ArchiveError) as refused:
         store.read("0000000000000001_0.png")
     assert refused.value.reason.value == "unsafe_archive_member"
