@@ -108,7 +108,7 @@ class _Segments:
         """The names of the segment files bytes [pos, pos + n) lie in: where a damaged member is."""
         end = pos + max(n, 1)
         spans = zip(self.paths, self.base, self.sizes, strict=True)
-        held = [p.name for p, start, size in spans if start < end and start + size > pos]
+        held = [p.name for p, start, size in spans if size and start < end and start + size > pos]
         return ", ".join(held) or self.paths[-1].name  # a range past the end: the last file is short
 
     def close(self) -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -222,3 +224,137 @@ def test_a_zip64_record_said_to_be_on_a_missing_segment_fails_by_name(tmp_path, 
     (out / "images.zip").write_bytes(bytes(raw))
     with pytest.raises(ArchiveError, match=r"images\.zip: zip64 record on a missing segment"):
         ZipImages(out / "images.zip")
+
+
+# --- a zip cut into byte ranges (GUI-Odyssey's zips/screenshots_01, _02, ...) ------------------
+
+
+def _cut(data: bytes, cuts: list[int], folder: Path) -> list[Path]:
+    """`data` as parts screenshots_01, _02, ... cut at the offsets `cuts`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    bounds = [0, *cuts, len(data)]
+    parts = []
+    for n in range(len(bounds) - 1):
+        parts.append(folder / f"screenshots_{n + 1:02d}")
+        parts[-1].write_bytes(data[bounds[n] : bounds[n + 1]])
+    return parts
+
+
+def _zip_bytes(members: dict[str, bytes], compression: int) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression) as z:
+        for name, data in members.items():
+            z.writestr(f"shots/{name}", data)
+    return buffer.getvalue()
+
+
+def test_byte_range_parts_read_as_the_joined_file(tmp_path):
+    data = random.Random(9).randbytes(10_000)
+    parts = _cut(data, [1234, 1235, 1235, 7000], tmp_path)  # a 1-byte part and an empty one
+    stream = archives._Segments(parts)
+    rng = random.Random(0)
+    for _ in range(300):
+        pos, n = rng.randrange(0, len(data)), rng.randrange(0, 3000)
+        if pos + n <= len(data):
+            assert stream.read(pos, n) == data[pos : pos + n]
+        else:
+            with pytest.raises(ArchiveError, match=r"read past the end of screenshots_05"):
+                stream.read(pos, n)
+    with pytest.raises(ArchiveError, match=r"read past the end of screenshots_05"):
+        stream.read(len(data) + 100, 1)  # an offset beyond every part: refused, not a ValueError
+    assert stream.holding(1000, 300) == "screenshots_01, screenshots_02, screenshots_04"
+    stream.close()
+
+
+@pytest.mark.parametrize("compression", [zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED])
+def test_a_zip_cut_anywhere_reads_back_exactly(tmp_path, files, compression):
+    data = _zip_bytes(files, compression)
+    for k, cuts in enumerate(([len(data) // 2], [100, 70_000, 150_000, len(data) - 10], [len(data) - 1])):
+        # The last two cuts fall inside the end record: it is searched across the parts.
+        parts = _cut(data, cuts, tmp_path / str(k))
+        zi = ZipImages(tmp_path / str(k) / "screenshots", parts)
+        assert {n: zi.read(n) for n in zi.names()} == files, cuts
+        zi.close()
+
+
+def test_byte_range_damage_is_named_by_part(tmp_path, files):
+    data = bytearray(_zip_bytes(files, zipfile.ZIP_STORED))
+    with zipfile.ZipFile(io.BytesIO(bytes(data))) as z:
+        second = z.getinfo("shots/1.png").header_offset
+    data[second + 100] ^= 0xFF  # member 1.png's data, which the cut below puts in part 02
+    parts = _cut(bytes(data), [second - 10, len(data) - 5], tmp_path / "zips")
+    zi = ZipImages(tmp_path / "zips" / "screenshots", parts)
+    with pytest.raises(ArchiveError, match=r"1\.png in screenshots_02: size or CRC mismatch") as e:
+        zi.read("1.png")
+    assert e.value.reason == "truncated_archive_member" and zi.read("0.png") == files["0.png"]
+    # A part cut after opening: the member read across it is refused naming that part.
+    parts[0].write_bytes(parts[0].read_bytes()[:500])
+    with pytest.raises(ArchiveError, match=r"read past the end of screenshots_01") as e:
+        zi.read("0.png")
+    assert e.value.reason == "truncated_archive_member"
+    zi.close()
+
+
+def test_byte_range_parts_missing_or_cut_fail_to_open_naming_every_part(tmp_path, files):
+    data = _zip_bytes(files, zipfile.ZIP_STORED)
+    parts = _cut(data, [100_000, 200_000], tmp_path / "zips")
+    with pytest.raises(
+        ArchiveError, match=r"screenshots \(2 part\(s\) screenshots_01, screenshots_02 in"
+    ) as e:
+        ZipImages(tmp_path / "zips" / "screenshots", parts[:2])  # the last part, with the end record, lost
+    assert e.value.reason == "truncated_archive"
+    parts[1].write_bytes(parts[1].read_bytes()[:-700])  # the directory's offset now lies past the data
+    with pytest.raises(ArchiveError, match=r"screenshots_03 in .*: its directory runs past the end") as e:
+        ZipImages(tmp_path / "zips" / "screenshots", parts)
+    assert e.value.reason == "truncated_archive"
+    with pytest.raises(FileNotFoundError, match=r"screenshots_07"):
+        ZipImages(tmp_path / "zips" / "screenshots", [tmp_path / "zips" / "screenshots_07"])
+    with pytest.raises(ArchiveError, match=r"screenshots: no parts"):
+        ZipImages(tmp_path / "zips" / "screenshots", [])
+
+
+def test_a_cut_end_record_or_directory_entry_is_a_truncated_archive_not_a_crash(tmp_path):
+    path = tmp_path / "images.zip"
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("a.png", b"a" * 100)
+        z.writestr("b.png", b"b" * 100)
+    whole = path.read_bytes()
+    path.write_bytes(whole[:-10])  # the end record's signature is there, its fields are not
+    with pytest.raises(ArchiveError, match=r"images\.zip: no end of central directory"):
+        ZipImages(path)
+    raw = bytearray(whole)
+    eocd = raw.rfind(b"PK\x05\x06")
+    size = int.from_bytes(raw[eocd + 12 : eocd + 16], "little")
+    raw[eocd + 12 : eocd + 16] = (size - 20).to_bytes(4, "little")  # the last entry's header cut short
+    path.write_bytes(bytes(raw))
+    with pytest.raises(ArchiveError, match=r"images\.zip: corrupt central directory") as e:
+        ZipImages(path)
+    assert e.value.reason == "truncated_archive"
+
+
+def test_two_different_members_or_files_under_one_name_are_recorded_as_clashes(tmp_path):
+    path = tmp_path / "images.zip"
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("d0/a.png", b"one")
+        z.writestr("d1/a.png", b"two")
+        z.writestr("d0/b.png", b"same")
+        z.writestr("d1/b.png", b"same")
+    zi = ZipImages(path)
+    assert zi.clashes == {"a.png": ("d0/a.png", "d1/a.png")} and zi.read("a.png") == b"one"
+    for k, data in enumerate((b"one", b"three")):
+        (tmp_path / "imgs" / f"d{k}").mkdir(parents=True)
+        (tmp_path / "imgs" / f"d{k}" / "a.png").write_bytes(data)
+        (tmp_path / "imgs" / f"d{k}" / "b.png").write_bytes(b"same")
+    folder = FolderImages(tmp_path / "imgs")
+    assert set(folder.clashes) == {"a.png"} and set(folder.members) == {"a.png", "b.png"}
+
+
+def test_reading_a_refused_folder_file_names_the_reason(tmp_path):
+    (tmp_path / "secret.png").write_bytes(b"not yours")
+    (tmp_path / "imgs").mkdir()
+    (tmp_path / "imgs" / "b.png").symlink_to(tmp_path / "secret.png")
+    with pytest.raises(ArchiveError) as e:
+        FolderImages(tmp_path / "imgs").read("b.png")
+    assert e.value.reason == "unsafe_archive_member"
+    with pytest.raises(KeyError):
+        FolderImages(tmp_path / "imgs").read("absent.png")
