@@ -230,6 +230,32 @@ def test_annotations_from_the_zip_when_the_folder_is_absent(mirror, tmp_path):
     assert episodes[0].steps[0].ref.member == f"annotations/{PHONE}.json:steps[0]"
 
 
+def test_annotation_zip_members_refused_or_damaged_drop_their_episode_by_reason(mirror, tmp_path):
+    repo = mirror / REPO_ID
+    shutil.rmtree(repo / "annotations")
+    with zipfile.ZipFile(repo / "zips" / "annotations.zip", "w") as z:
+        z.writestr(f"annotations/{PHONE}.json", json.dumps(demo.annotation(PHONE)))
+        z.writestr(f"../{TALL}.json", json.dumps(demo.annotation(TALL)))  # an unsafe path
+        z.writestr(f"annotations/{TABLET}.json", json.dumps(demo.annotation(TABLET)))
+        z.writestr(f"annotations/{DRAG}.json", json.dumps(demo.annotation(DRAG)))
+    raw = bytearray((repo / "zips" / "annotations.zip").read_bytes())
+    with zipfile.ZipFile(io.BytesIO(bytes(raw))) as z:
+        tablet = z.getinfo(f"annotations/{TABLET}.json")
+    raw[tablet.header_offset + 30 + len(tablet.filename) + 5] ^= 0xFF  # its bytes fail their CRC
+    central = raw.find(f"annotations/{DRAG}.json".encode(), raw.find(b"PK\x01\x02")) - 46
+    raw[central + 8] |= 0x1  # marked encrypted
+    (repo / "zips" / "annotations.zip").write_bytes(bytes(raw))
+    split = {"train": [f"{i}.json" for i in (PHONE, TALL, TABLET, DRAG)], "test": []}
+    (repo / "splits" / "random_split.json").write_text(json.dumps(split))
+    episodes, stats = run_adapter(GUIODYSSEY, mirror, "train", tmp_path)
+    assert ids(episodes) == [f"guiodyssey/{PHONE}"]
+    assert stats.drops == {
+        "unsafe_archive_member": 1,
+        "truncated_archive_member": 1,
+        "encrypted_archive_member": 1,
+    }
+
+
 @pytest.mark.parametrize("name", ["all_anno.json", "all_annot.json"])
 def test_annotations_from_the_all_in_one_file(mirror, tmp_path, name):
     repo = mirror / REPO_ID
