@@ -161,7 +161,8 @@ class ZipImages:
 
     `parts`, when given, are the files whose concatenation is the archive, in order; `zip_path`
     then only names it (errors say which parts). Without them the parts are the zip's `zip -s`
-    segments, if any, and the zip itself."""
+    segments, if any, and the zip itself. Either way a member's disk number indexes the parts
+    (always 0 in a zip cut into byte ranges, whose offsets then count from its first byte)."""
 
     def __init__(self, zip_path: Path, parts: list[Path] | None = None) -> None:
         self.path = zip_path

@@ -288,8 +288,8 @@ def test_spanned_archive_with_a_short_volume_drops_the_cut_member(tmp_path: Path
 
 @pytest.mark.parametrize("kind", ["spanned_plain", "spanned_zip64"])
 def test_spanned_volumes_renamed_as_byte_range_parts_still_read_exactly(tmp_path: Path, kind: str) -> None:
-    # Once refused (zipfile read them at the wrong offsets); the shared reader resolves each
-    # member's volume number against the parts, so a mirror that renamed the volumes reads right.
+    # zipfile reads such parts at the wrong offsets; the shared reader resolves each member's
+    # volume number against the parts, so a mirror that renamed its volumes still reads right.
     folder = copy_volumes(kind, tmp_path)
     (tmp_path / "zips").mkdir()
     (folder / "screenshots.z01").rename(tmp_path / "zips" / "screenshots_01")
