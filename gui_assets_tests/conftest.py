@@ -257,7 +257,9 @@ def source_definitions(source: str) -> list:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The slow tests first: a worker that starts a long CLI run late is what makes the suite
-    long, so they are handed out before the quick ones (whose order is unchanged)."""
+    long, so they are handed out before the quick ones (whose order is unchanged). xdist hands
+    tests out one at a time (`--maxschedchunk 1` in pyproject): its default sends each worker a
+    run of consecutive tests up front, which put every slow test on the first worker."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
