@@ -103,15 +103,6 @@ def test_a_missing_mirror_fails_the_partition_naming_it(tmp_path):
     assert not (tmp_path / "mind2web_train").exists()
 
 
-def test_with_nothing_set_the_demo_mirror_is_generated_and_used(tmp_path, monkeypatch):
-    for var in ("GUI_ASSETS_MIRROR", "GUI_ASSETS_SOURCE", "HF_TOKEN"):
-        monkeypatch.delenv(var, raising=False)
-    result = run(tmp_path, "test_website")
-    assert result.success
-    assert metadata(result, "mind2web")["demo_mirror"] is True
-    assert (tmp_path / "_work" / "demo_mirror" / "osunlp" / "Multimodal-Mind2Web" / "data").is_dir()
-
-
 def test_hub_mode_through_dagster_against_a_localhost_hub(tmp_path, demo_mirror, monkeypatch):
     token = "hf_dagster_secret_token_0000"
     monkeypatch.setenv("HF_TOKEN", token)
@@ -175,12 +166,15 @@ def test_each_root_asset_names_its_chains_partitions():
 
 @pytest.mark.slow
 def test_the_readme_cli_command_builds_the_demo(tmp_path):
-    """`dagster asset materialize --select 'mind2web*' --partition train` as typed after the set-up."""
+    """`dagster asset materialize --select 'mind2web*' --partition train` as typed after the set-up,
+    with nothing else set: the demo mirror is generated under the build's work folder and used."""
     r = users_command(["--select", "mind2web*", "--partition", "train"], tmp_path)
     assert r.returncode == 0, r.stderr[-3000:]
     assert "RUN_SUCCESS" in r.stderr + r.stdout
     d = tmp_path / "build" / "mind2web_train"
     assert (d / "mind2web_train_0000.hdf5").is_file() and (d / "dataset_info.json").is_file()
+    assert json.loads((d / "dataset_info.json").read_text())["build"]["demo_mirror"] is True
+    assert (tmp_path / "build" / "_work" / "demo_mirror" / "osunlp" / "Multimodal-Mind2Web" / "data").is_dir()
     v = subprocess.run(
         [sys.executable, "-m", "gui_assets.validate", str(tmp_path / "build")], capture_output=True, text=True
     )
