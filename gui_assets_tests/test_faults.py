@@ -214,6 +214,7 @@ def _every_file(*roots: Path) -> list[Path]:
     ]
 
 
+@pytest.mark.slow
 def test_the_hub_token_is_never_written_anywhere(tmp_path, demo_mirror):
     token = f"hf_{uuid.uuid4().hex}{uuid.uuid4().hex[:6]}"
     forms = [token.encode(), base64.b64encode(token.encode()), token[3:].encode()]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dagster as dg
+import pytest
 import yaml
 
 from gui_assets.core.layout import DatasetInfo
@@ -13,6 +14,7 @@ from gui_assets.sources.registry import SOURCES
 from gui_assets_tests.conftest import source_definitions
 
 
+@pytest.mark.slow
 def test_the_demo_publishes_everything_to_the_local_hub_folder(tmp_path, demo_mirror):
     resources = {
         "paths": GuiAssetsPaths(out=str(tmp_path), mirror=str(demo_mirror)),

@@ -77,6 +77,7 @@ def commit(hub: LocalHub, n: int) -> None:
     hub.state.commit = f"{n:040x}"
 
 
+@pytest.mark.slow
 def test_a_commit_marks_exactly_the_partitions_whose_files_it_touched(defs, hub, tmp_path):
     with dg.instance_for_test() as instance:
         observe(defs, instance)
@@ -106,6 +107,7 @@ def test_a_commit_marks_exactly_the_partitions_whose_files_it_touched(defs, hub,
         assert statuses(defs, instance, "mind2web_episodes") == want
 
 
+@pytest.mark.slow
 def test_the_opt_in_automation_rebuilds_the_partition_whose_upstream_moved(defs, hub):
     with dg.instance_for_test() as instance:
         observe(defs, instance)

@@ -56,6 +56,7 @@ def test_a_demo_build_says_so_and_no_upload_to_a_hub_repo_takes_it(tmp_path, dem
         assert server.state.requests == []  # nothing was sent, not even a question
 
 
+@pytest.mark.slow
 def test_the_upload_asset_refuses_a_demo_build_for_a_hub_repo_and_sends_nothing(tmp_path, demo_mirror):
     from gui_assets.defs.resources import AlertsResource, BuildSettings, GuiAssetsPaths, HubResource
 

@@ -91,6 +91,7 @@ def edited(path: Path, text: str) -> str:
     return before
 
 
+@pytest.mark.slow
 def test_an_edit_moves_exactly_the_assets_that_run_the_module(copy, loaded):
     base = versions(copy)
     modules = sorted(p for p in copy.rglob("*.py") if p != copy / "__init__.py")

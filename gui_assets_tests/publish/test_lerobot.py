@@ -195,6 +195,7 @@ def _doctor(python: Path, root: Path) -> dict:
 @pytest.mark.parametrize(
     ("build", "video"), [("every_demo", False), ("agentview_hw_build", False), ("agentview_hw_build", True)]
 )
+@pytest.mark.slow
 def test_lerobot_loads_and_batches_every_dataset_as_uploaded(build, video, request, tmp_path):
     python = lerobot_python()
     if python is None:
