@@ -32,7 +32,8 @@ def test_the_test_script_is_valid_bash_and_hands_its_arguments_and_status_to_pyt
     script = REPO / "scripts" / "test"
     assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
     lines = script.read_text(encoding="utf-8").splitlines()
-    assert lines[-1] == 'exec pytest "$@"'  # exec: pytest's status is the script's
+    # exec: pytest's status is the script's; eatmydata execs its command in turn
+    assert lines[-1] == 'exec eatmydata pytest "$@"'
     assert "set -euo pipefail" in lines  # a failed install or lint stops it before pytest
 
 
