@@ -37,12 +37,12 @@ MATCH_THRESHOLD = 12
 
 def block_brightness(frame: np.ndarray) -> tuple[np.ndarray, int]:
     """((GRID + 1, GRID + 1) int64 sums of R + 2G + B per block, sampled pixels per block)."""
-    if frame.ndim != 3 or frame.shape[2] != 3 or frame.dtype != np.uint8:
+    if frame.ndim != 3 or frame.shape[2] != 3 or frame.dtype != np.uint8 or 0 in frame.shape:
         raise ValueError(f"a fingerprint needs an (H, W, 3) uint8 frame, not {frame.shape} {frame.dtype}")
     n = GRID + 1
+    if frame.shape[0] < n or frame.shape[1] < n:  # a tiny frame: each pixel repeated, never a crash
+        frame = np.repeat(np.repeat(frame, -(-n // frame.shape[0]), axis=0), -(-n // frame.shape[1]), axis=1)
     bh, bw = frame.shape[0] // n, frame.shape[1] // n
-    if bh == 0 or bw == 0:
-        raise ValueError(f"a {frame.shape[1]}x{frame.shape[0]} frame is smaller than the {n}x{n} grid")
     rs = ROW_STEP if bh >= 2 * ROW_STEP else 1
     cs = COL_STEP if bw >= 2 * COL_STEP else 1
     # Whole pixel rows first (splitting the first axis is a view even of a cropped window), then

@@ -3,9 +3,10 @@ thread pool.
 
 `plan_episode` settles an episode's geometry without pixels (its causal cursor, eye windows,
 frame size, and the runs of consecutive steps over one stored image, such as a page and its
-SCROLL views, which are decoded once). `FrameEncoder` decodes, crops and deflates those runs on
-threads (Wuffs or libspng, and libdeflate, release the GIL) and hands them back in order, at most a
-window of runs ahead, so memory is bounded by the threads' decoded pages, whatever the shard size.
+SCROLL views, which are decoded once). `FrameEncoder` decodes, crops,
+fingerprints (core.fingerprint, for the screen-overlap audit) and deflates those runs on threads
+(Wuffs or libspng, and libdeflate, release the GIL) and hands them back in order, at most a window
+of runs ahead, so memory is bounded by the threads' decoded pages, whatever the shard size.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from gui_assets.core.cursor import EYE_SIZE, SCREEN_CENTRE, eye_rect, eye_window
 from gui_assets.core.deflate import zlib_deflater
 from gui_assets.core.drops import DropReason
 from gui_assets.core.episode_store import ImageStore
+from gui_assets.core.fingerprint import screen_fingerprint
 from gui_assets.core.images import ImageError, decode_cost, decode_rgb, image_size, window_pixels
 from gui_assets.core.ir import GuiEpisode
 from gui_assets.pipeline.preview_frames import StepPictures, pictures
@@ -122,9 +124,10 @@ def plan_episode(
     return EpisodePlan(ep, (H, W), tuple(cursors), tuple(rects), tuple(native), tuple(runs))
 
 
-# Per step, (agentview, eye_in_hand, pictures): the deflated chunks, written with
-# write_direct_chunk; and the preview's pictures of a candidate step, else None.
-StepChunks = tuple[bytes, bytes, StepPictures | None]
+# Per step, (agentview, eye_in_hand, pictures, fingerprint): the deflated chunks, written with
+# write_direct_chunk; the preview's pictures of a candidate step, else None; the stored frame's
+# screen fingerprint.
+StepChunks = tuple[bytes, bytes, StepPictures | None, bytes]
 
 
 class EpisodeChunks:
@@ -214,7 +217,7 @@ class FrameEncoder:
                     Image.fromarray(frame).resize((s.out_w, s.out_h), Image.Resampling.BILINEAR)
                 )
             shown = pictures(frame, eye) if s.preview else None
-            out.append((self._deflate(frame), self._deflate(eye), shown))
+            out.append((self._deflate(frame), self._deflate(eye), shown, screen_fingerprint(frame)))
         return out
 
     def episodes(self, plans: Iterable[EpisodePlan]) -> Iterator[tuple[EpisodePlan, EpisodeChunks]]:
