@@ -1,8 +1,9 @@
 """Each published frame's screen fingerprint (core.fingerprint), kept beside the shards for the
 screen-overlap audit.
 
-The shard writer fingerprints every frame it deflates (the pixels are decoded there anyway) and
-writes one row per step, `<piece stem>.fingerprints.parquet`, beside each piece. Publish adopts
+The shard writer fingerprints every frame it deflates (the pixels are decoded there anyway),
+with the CRC-32 of its pixels (equal prints: the same pixels, an exact duplicate), and writes one
+row per step, `<piece stem>.fingerprints.parquet`, beside each piece. Publish adopts
 each piece's file as `_work/<directory>/fingerprints/<shard sha256>.parquet` (by the content of
 the shard, like the preview's pictures, so a unit linked back from the last build keeps its
 fingerprints and a rebuilt shard never meets stale ones), then writes the directory's table,
@@ -12,6 +13,7 @@ order. They stay in `_work`, not in the shards: the HDF5 layout is pinned by the
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import pyarrow as pa
@@ -29,6 +31,7 @@ PIECE_SCHEMA = pa.schema(
         ("episode_id", pa.string()),
         ("step", pa.int32()),
         ("fingerprint", pa.binary(FINGERPRINT_BYTES)),
+        ("pixels_crc32", pa.uint32()),
     ]
 )
 DIRECTORY_SCHEMA = pa.schema([("shard", pa.string()), ("holdout", pa.bool_()), *PIECE_SCHEMA])
@@ -62,12 +65,14 @@ class FingerprintFile:
         self.path = path
         self._writer = pq.ParquetWriter(path, PIECE_SCHEMA)
 
-    def add_demo(self, demo: str, episode_id: str, fingerprints: list[bytes]) -> None:
+    def add_demo(self, demo: str, episode_id: str, prints: Sequence[tuple[bytes, int]]) -> None:
+        """One demo's (fingerprint, pixels CRC-32) per step, in step order."""
         batch = {
-            "demo": [demo] * len(fingerprints),
-            "episode_id": [episode_id] * len(fingerprints),
-            "step": list(range(len(fingerprints))),
-            "fingerprint": fingerprints,
+            "demo": [demo] * len(prints),
+            "episode_id": [episode_id] * len(prints),
+            "step": list(range(len(prints))),
+            "fingerprint": [p[0] for p in prints],
+            "pixels_crc32": [p[1] for p in prints],
         }
         self._writer.write_table(pa.Table.from_pydict(batch, schema=PIECE_SCHEMA))
 

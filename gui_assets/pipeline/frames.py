@@ -16,9 +16,10 @@ from collections import Counter, deque
 from collections.abc import Callable, Collection, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
+from imagecodecs import deflate_crc32
 from PIL import Image
 
 from gui_assets.core.budget import ByteBudget
@@ -124,10 +125,17 @@ def plan_episode(
     return EpisodePlan(ep, (H, W), tuple(cursors), tuple(rects), tuple(native), tuple(runs))
 
 
-# Per step, (agentview, eye_in_hand, pictures, fingerprint): the deflated chunks, written with
+class ScreenPrint(NamedTuple):
+    """What the screen-overlap audit knows of a stored frame."""
+
+    fingerprint: bytes  # core.fingerprint.screen_fingerprint: near-duplicates differ in a few bits
+    pixels_crc32: int  # CRC-32 of its pixels: with the fingerprint, equal means the same pixels
+
+
+# Per step, (agentview, eye_in_hand, pictures, print): the deflated chunks, written with
 # write_direct_chunk; the preview's pictures of a candidate step, else None; the stored frame's
-# screen fingerprint.
-StepChunks = tuple[bytes, bytes, StepPictures | None, bytes]
+# ScreenPrint.
+StepChunks = tuple[bytes, bytes, StepPictures | None, ScreenPrint]
 
 
 class EpisodeChunks:
@@ -217,7 +225,10 @@ class FrameEncoder:
                     Image.fromarray(frame).resize((s.out_w, s.out_h), Image.Resampling.BILINEAR)
                 )
             shown = pictures(frame, eye) if s.preview else None
-            out.append((self._deflate(frame), self._deflate(eye), shown, screen_fingerprint(frame)))
+            frame = np.ascontiguousarray(frame)
+            pixels = memoryview(frame).cast("B")  # once, for the CRC and the deflate
+            printed = ScreenPrint(screen_fingerprint(frame), deflate_crc32(pixels))
+            out.append((self._compress(pixels), self._deflate(eye), shown, printed))
         return out
 
     def episodes(self, plans: Iterable[EpisodePlan]) -> Iterator[tuple[EpisodePlan, EpisodeChunks]]:
@@ -276,9 +287,11 @@ class FrameEncoder:
         self.close()
 
 
-def _nbytes(chunk: bytes | np.ndarray | StepPictures | None) -> int:
+def _nbytes(chunk: bytes | np.ndarray | StepPictures | ScreenPrint | None) -> int:
     if chunk is None:
         return 0
+    if isinstance(chunk, ScreenPrint):
+        return len(chunk.fingerprint)
     if isinstance(chunk, tuple):
         return sum(len(c) for c in chunk)
     return chunk.nbytes if isinstance(chunk, np.ndarray) else len(chunk)

@@ -37,7 +37,7 @@ from gui_assets.core.images import ImageError
 from gui_assets.core.ir import ACTION_TYPE_NAMES, PARAM_NAMES, POINTER_TYPES, ActionType, GuiEpisode
 from gui_assets.core.stats import BuildStats
 from gui_assets.pipeline.fingerprints import FingerprintFile, piece_file
-from gui_assets.pipeline.frames import EpisodePlan, FrameEncoder, StepChunks, plan_episode
+from gui_assets.pipeline.frames import EpisodePlan, FrameEncoder, ScreenPrint, StepChunks, plan_episode
 from gui_assets.pipeline.preview_frames import PictureFile, StepPictures
 from gui_assets.pipeline.shard_records import Piece
 
@@ -184,7 +184,7 @@ class LiberoShardWriter:
         before = self._current_bytes()
         name = f"demo_{self._demos}"
         shown: list[tuple[int, StepPictures]] = []
-        fingerprints: list[bytes] = []
+        fingerprints: list[ScreenPrint] = []
         try:
             pointer, hits = self._write_demo(self._file["data"], name, plan, chunks, shown, fingerprints)
         except ImageError as e:
@@ -225,7 +225,7 @@ class LiberoShardWriter:
         plan: EpisodePlan,
         chunks: Iterable[StepChunks],
         shown: list[tuple[int, StepPictures]],
-        fingerprints: list[bytes],
+        fingerprints: list[ScreenPrint],
     ) -> tuple[int, int]:
         ep = plan.episode
         T = len(ep.steps)
@@ -239,10 +239,10 @@ class LiberoShardWriter:
         agentview = self._frames(obs, "agentview_rgb", (T, H, W, 3))
         eye = self._frames(obs, "eye_in_hand_rgb", (T, EYE_SIZE, EYE_SIZE, 3))
         t = -1
-        for t, (frame, crop, pictures, fingerprint) in enumerate(chunks):
+        for t, (frame, crop, pictures, printed) in enumerate(chunks):
             if pictures is not None:
                 shown.append((t, pictures))
-            fingerprints.append(fingerprint)
+            fingerprints.append(printed)
             agentview.id.write_direct_chunk((t, 0, 0, 0), frame)
             eye.id.write_direct_chunk((t, 0, 0, 0), crop)
         if t != T - 1:
