@@ -1,11 +1,11 @@
 """Every pair of screens within a Hamming distance of each other, found exactly.
 
-Pigeonhole bands: the 512 fingerprint bits are dealt into threshold + 1 disjoint bands (bit i
-into band i mod (threshold + 1), so each band samples the whole screen and a header shared by a
-site's pages does not make one band's value common). Two fingerprints at most `threshold` bits
-apart agree on at least one whole band, so every such pair meets in some band's exact-match
-lookup; each pair met is then verified by its full distance. Nothing is approximate: no pair
-within the threshold is missed, and none beyond it is kept.
+Pigeonhole bands: the 512 fingerprint bits are dealt into B = threshold + 1 disjoint bands (at
+least 8, so a band fits a 64-bit key), bit i into band i mod B, so each band samples the whole
+screen and a header shared by a site's pages does not make one band's value common. Two
+fingerprints at most `threshold` bits apart agree on at least one whole band, so every such pair
+meets in some band's exact-match lookup; each pair met is then verified by its full distance.
+Nothing is approximate: no pair within the threshold is missed, and none beyond it is kept.
 
 The work is in bounded batches: query rows are grouped so that no group meets more than
 MAX_CANDIDATES pairs, whatever the distribution of band values.
@@ -79,7 +79,9 @@ def near_pairs(
     empty = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int32))
     if len(query) == 0 or len(reference) == 0:
         return empty
-    bands = threshold + 1
+    # threshold + 1 bands are enough (more only meet more pairs); at least 8, so a band's bits
+    # fit one uint64 key.
+    bands = max(threshold + 1, -(-FINGERPRINT_BITS // 64))
     ref_keys, query_keys = band_keys(reference, bands), band_keys(query, bands)
     index = [_BandIndex(ref_keys[:, b]) for b in range(bands)]
     spans = [ix.ranges(query_keys[:, b]) for b, ix in enumerate(index)]

@@ -10,6 +10,7 @@ both steps and the distance.
 from __future__ import annotations
 
 import io
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -68,15 +69,15 @@ def _panel(frame: np.ndarray) -> Image.Image:
 
 def draw(out: Path, pairs: list[tuple[Where, Where, int]]) -> bytes | None:
     """The picture's PNG bytes, also written to <out>/screen_overlap.png; None (and no file)
-    when nothing matched."""
+    when nothing matched (or no matched frame could be read back)."""
     path = out / PICTURE_FILE
-    if not pairs:
-        path.unlink(missing_ok=True)
-        return None
     layout = OutLayout(out)
     rows = []
     for e, t, d in pairs:
-        left, right = _panel(_frame(layout, e)), _panel(_frame(layout, t))
+        try:
+            left, right = _panel(_frame(layout, e)), _panel(_frame(layout, t))
+        except (OSError, KeyError, ValueError, IndexError, zlib.error):  # a shard gone since: not drawn
+            continue
         h = max(left.height, right.height) + CAPTION
         row = Image.new("RGB", (2 * PANEL_WIDTH + 8, h), (255, 255, 255))
         row.paste(left, (0, CAPTION))
@@ -87,6 +88,9 @@ def draw(out: Path, pairs: list[tuple[Where, Where, int]]) -> bytes | None:
         )
         ImageDraw.Draw(row).text((4, 3), text, fill=(0, 0, 0), font=ImageFont.load_default(13), spacing=3)
         rows.append(row)
+    if not rows:
+        path.unlink(missing_ok=True)
+        return None
     sheet = Image.new("RGB", (rows[0].width, sum(r.height + 6 for r in rows)), (200, 200, 200))
     y = 0
     for r in rows:
