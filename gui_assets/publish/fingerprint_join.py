@@ -7,19 +7,22 @@ fingerprints at most `threshold` bits apart agree on at least one whole band, so
 meets in some band's exact-match lookup; each pair met is then verified by its full distance.
 Nothing is approximate: no pair within the threshold is missed, and none beyond it is kept.
 
-The work is in bounded batches: query rows are grouped so that no group meets more than
-MAX_CANDIDATES pairs, whatever the distribution of band values.
+The work is in bounded batches (query rows grouped so that a batch meets about MAX_CANDIDATES
+pairs) and what is kept is a reduction, the nearest reference row per query row and group, so
+memory does not grow with the pairs found: a cluster of near-identical screens (a loading page,
+an empty desktop) shared by thousands of frames costs time, never memory.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 
 import numpy as np
 
 from gui_assets.core.fingerprint import FINGERPRINT_BITS, hamming
 
-MAX_CANDIDATES = 4_000_000  # pairs met (and verified) per batch of query rows
+MAX_CANDIDATES = 1_000_000  # pairs met (and verified) per batch: ~150 MB of gathered words
 _KEY_ROWS = 65_536  # rows unpacked to bits at a time when the band keys are made
 
 
@@ -59,43 +62,62 @@ def _expand(lo: np.ndarray, hi: np.ndarray, order: np.ndarray) -> tuple[np.ndarr
     return rows, order[at]
 
 
-def _batches(cost: np.ndarray, budget: int) -> Iterator[slice]:
-    """Consecutive slices of rows whose summed cost stays within budget (a row over it alone)."""
-    start, total = 0, 0
-    for i, c in enumerate(cost.tolist()):
-        if i > start and total + c > budget:
-            yield slice(start, i)
-            start, total = i, 0
-        total += c
-    if start < len(cost):
-        yield slice(start, len(cost))
+def _batches(cost: np.ndarray, budget: int) -> list[slice]:
+    """Consecutive slices of rows whose summed cost stays within budget plus one row's."""
+    if not len(cost):
+        return []
+    ends = np.cumsum(cost)
+    cuts = np.unique(np.searchsorted(ends, np.arange(budget, int(ends[-1]), budget), "right"))
+    bounds = [0, *(int(c) for c in cuts if 0 < c < len(cost)), len(cost)]
+    return [slice(lo, hi) for lo, hi in itertools.pairwise(bounds)]
 
 
-def near_pairs(
+def candidates(
     query: np.ndarray, reference: np.ndarray, threshold: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Every (query row, reference row, distance) with the (n, WORDS) fingerprints at most
-    `threshold` bits apart, sorted by query row then reference row."""
-    empty = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int32))
-    if len(query) == 0 or len(reference) == 0:
-        return empty
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Batches of (query row, reference row) that agree on a whole band: every pair within
+    `threshold` bits is among them, once (in the first band it agrees on)."""
     # threshold + 1 bands are enough (more only meet more pairs); at least 8, so a band's bits
     # fit one uint64 key.
     bands = max(threshold + 1, -(-FINGERPRINT_BITS // 64))
     ref_keys, query_keys = band_keys(reference, bands), band_keys(query, bands)
-    index = [_BandIndex(ref_keys[:, b]) for b in range(bands)]
-    spans = [ix.ranges(query_keys[:, b]) for b, ix in enumerate(index)]
-    cost = sum(hi - lo for lo, hi in spans)
-    found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-    for rows in _batches(np.asarray(cost), MAX_CANDIDATES):
-        met = [_expand(lo[rows], hi[rows], ix.order) for (lo, hi), ix in zip(spans, index, strict=True)]
-        q = np.concatenate([m[0] for m in met]) + rows.start
-        r = np.concatenate([m[1] for m in met])
-        pair = np.unique(q * len(reference) + r)  # a pair met in several bands, once
-        q, r = pair // len(reference), pair % len(reference)
+    for b in range(bands):
+        index = _BandIndex(ref_keys[:, b])
+        lo, hi = index.ranges(query_keys[:, b])
+        for rows in _batches(hi - lo, MAX_CANDIDATES):
+            q, r = _expand(lo[rows], hi[rows], index.order)
+            q += rows.start
+            if b:  # a pair that agrees on an earlier band was met there already
+                fresh = (query_keys[q, :b] != ref_keys[r, :b]).all(axis=1)
+                q, r = q[fresh], r[fresh]
+            yield q, r
+
+
+def nearest_by_group(
+    query: np.ndarray,
+    reference: np.ndarray,
+    group: np.ndarray,
+    rank: np.ndarray,
+    groups: int,
+    threshold: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """For each query row and each reference group (a source): the smallest distance to a
+    reference row of that group, and the smallest `rank` among the rows at that distance.
+    (n, groups) arrays; threshold + 1 and -1 where no row of the group is within `threshold`.
+    Memory is the two arrays and one batch, however many pairs there are within the threshold."""
+    best_d = np.full((len(query), groups), threshold + 1, np.int32)
+    best_rank = np.full((len(query), groups), np.iinfo(np.int64).max, np.int64)
+    if len(query) == 0 or len(reference) == 0:
+        return best_d, np.where(best_d > threshold, -1, best_rank)
+    flat_d, flat_rank = best_d.reshape(-1), best_rank.reshape(-1)
+    for q, r in candidates(query, reference, threshold):
         d = hamming(query[q], reference[r])
         keep = d <= threshold
-        found.append((q[keep], r[keep], d[keep]))
-    if not found:
-        return empty
-    return tuple(np.concatenate(parts) for parts in zip(*found, strict=True))  # type: ignore[return-value]
+        key, d, ranks = q[keep] * groups + group[r[keep]], d[keep], rank[r[keep]]
+        order = np.lexsort((ranks, d, key))  # per (query row, group): the nearest, then the lowest rank
+        key, d, ranks = key[order], d[order], ranks[order]
+        first = np.r_[True, key[1:] != key[:-1]] if len(key) else np.zeros(0, bool)
+        key, d, ranks = key[first], d[first], ranks[first]
+        better = (d < flat_d[key]) | ((d == flat_d[key]) & (ranks < flat_rank[key]))
+        flat_d[key[better]], flat_rank[key[better]] = d[better], ranks[better]
+    return best_d, np.where(best_d > threshold, -1, best_rank)

@@ -37,7 +37,7 @@ from gui_assets.core.fingerprint import MATCH_THRESHOLD, as_words
 from gui_assets.core.layout import DatasetInfo, OutLayout, built_directories
 from gui_assets.pipeline import fingerprints
 from gui_assets.publish import screen_overlap_picture as picture
-from gui_assets.publish.fingerprint_join import near_pairs
+from gui_assets.publish.fingerprint_join import nearest_by_group
 
 OVERLAP_FILE = "screen_overlap.parquet"
 SUMMARY_FILE = "screen_overlap.json"
@@ -149,43 +149,43 @@ class Matches:
 
 
 def match(frames: Frames, evaluation: np.ndarray, training: np.ndarray, threshold: int) -> Matches:
-    """Near-duplicates of every evaluation frame among the training frames (exact search over
-    the distinct fingerprints, then spread back to the frames that carry them)."""
+    """Near-duplicates of every evaluation frame among the training frames: an exact search
+    (publish.fingerprint_join) from each distinct evaluation fingerprint to each distinct
+    (training fingerprint, source), then spread back to the frames that carry them."""
     eval_rows, train_rows = np.flatnonzero(evaluation), np.flatnonzero(training)
     e_unique, e_inverse = _distinct(frames.words[eval_rows])
     t_unique, t_inverse = _distinct(frames.words[train_rows])
-    q, r, d = near_pairs(e_unique, t_unique, threshold)
-    # The first training frame (in build order) of each (distinct fingerprint, source).
-    n_src = max(1, len(frames.sources))
-    key = t_inverse.astype(np.int64) * n_src + frames.source[train_rows]
-    keys, first = np.unique(key, return_index=True)
-    rep = train_rows[first]
-    lo, hi = np.searchsorted(keys, r * n_src, "left"), np.searchsorted(keys, (r + 1) * n_src, "left")
-    counts = hi - lo
-    at = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts - lo, counts)
-    pair_q, pair_d = np.repeat(q, counts), np.repeat(d, counts)
-    pair_src, pair_rep = keys[at] % n_src, rep[at]
-    best = np.full(len(eval_rows), -1, np.int64)
-    dist = np.full(len(eval_rows), -1, np.int32)
-    same = np.zeros(len(eval_rows), bool)
-    other = np.zeros(len(eval_rows), bool)
-    # Spread the distinct-fingerprint pairs to every evaluation frame carrying that fingerprint.
-    order = np.argsort(e_inverse, kind="stable")
-    e_sorted = e_inverse[order]
-    f_lo, f_hi = np.searchsorted(e_sorted, pair_q, "left"), np.searchsorted(e_sorted, pair_q, "right")
-    f_counts = f_hi - f_lo
-    f_at = np.arange(f_counts.sum()) - np.repeat(np.cumsum(f_counts) - f_counts - f_lo, f_counts)
-    frame = order[f_at]  # index into eval_rows
-    src_t, d_t, rep_t = (np.repeat(a, f_counts) for a in (pair_src, pair_d, pair_rep))
-    own = src_t == frames.source[eval_rows[frame]]
-    np.logical_or.at(same, frame, own)
-    np.logical_or.at(other, frame, ~own)
-    # Nearest first, then the same source, then build order: the first row per frame wins.
-    pick = np.lexsort((rep_t, ~own, d_t, frame))
-    frame, rep_t, d_t = frame[pick], rep_t[pick], d_t[pick]
-    head = np.r_[True, frame[1:] != frame[:-1]] if len(frame) else np.zeros(0, bool)
-    best[frame[head]], dist[frame[head]] = rep_t[head], d_t[head]
-    return Matches(eval_rows, best, dist, same, other)
+    groups = max(1, len(frames.sources))
+    # One reference row per (distinct fingerprint, source), ranked by its first frame in build order.
+    keys, first = np.unique(
+        t_inverse.astype(np.int64) * groups + frames.source[train_rows], return_index=True
+    )
+    best_d, best_rank = nearest_by_group(
+        e_unique, t_unique[keys // groups], keys % groups, train_rows[first], groups, threshold
+    )
+    d, rank = best_d[e_inverse], best_rank[e_inverse]  # (eval frames, sources)
+    own = frames.source[eval_rows]
+    rows = np.arange(len(eval_rows))
+    found = d <= threshold
+    is_own = np.zeros_like(found)
+    is_own[rows, own] = True
+    same = found[rows, own]
+    other = (found & ~is_own).any(axis=1)
+    # Nearest first, then the same source, then build order.
+    order_key = np.where(found, d.astype(np.int64) * 2 + ~is_own, np.iinfo(np.int64).max)
+    pick = (
+        np.lexsort((np.where(found, rank, np.iinfo(np.int64).max), order_key), axis=1)[:, 0]
+        if len(rows)
+        else rows
+    )
+    hit = found[rows, pick]
+    return Matches(
+        eval_rows,
+        np.where(hit, rank[rows, pick], -1),
+        np.where(hit, d[rows, pick], -1).astype(np.int32),
+        same,
+        other,
+    )
 
 
 def _distinct(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
