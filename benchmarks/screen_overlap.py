@@ -162,7 +162,7 @@ def _write(out: Path, name: str, source: str, role: str, rows: list[Row]) -> Non
     info.write(layout.dataset_info(name))
     bits = np.stack([r[2] for r in rows])
     packed = np.packbits(bits, axis=1)
-    crc = np.frombuffer(np.ascontiguousarray(packed[:, :4]).tobytes(), ">u4").astype(np.uint32)
+    adler = np.frombuffer(np.ascontiguousarray(packed[:, :4]).tobytes(), ">u4").astype(np.uint32)
     table = pa.table(
         {
             "shard": pa.array([f"{name}_0000.hdf5"] * len(rows)),
@@ -173,7 +173,7 @@ def _write(out: Path, name: str, source: str, role: str, rows: list[Row]) -> Non
             "fingerprint": pa.FixedSizeBinaryArray.from_buffers(
                 pa.binary(packed.shape[1]), len(rows), [None, pa.py_buffer(packed.tobytes())]
             ),
-            "pixels_crc32": pa.array(crc, pa.uint32()),
+            "pixels_adler32": pa.array(adler, pa.uint32()),
         },
         schema=DIRECTORY_SCHEMA,
     )

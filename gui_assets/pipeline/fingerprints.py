@@ -2,7 +2,8 @@
 screen-overlap audit.
 
 The shard writer fingerprints every frame it deflates (the pixels are decoded there anyway),
-with the CRC-32 of its pixels (equal prints: the same pixels, an exact duplicate), and writes one
+with the Adler-32 of its pixels (the trailer of its zlib chunk; equal prints: the same pixels,
+an exact duplicate), and writes one
 row per step, `<piece stem>.fingerprints.parquet`, beside each piece. Publish adopts
 each piece's file as `_work/<directory>/fingerprints/<shard sha256>.parquet` (by the content of
 the shard, like the preview's pictures, so a unit linked back from the last build keeps its
@@ -31,7 +32,7 @@ PIECE_SCHEMA = pa.schema(
         ("episode_id", pa.string()),
         ("step", pa.int32()),
         ("fingerprint", pa.binary(FINGERPRINT_BYTES)),
-        ("pixels_crc32", pa.uint32()),
+        ("pixels_adler32", pa.uint32()),
     ]
 )
 DIRECTORY_SCHEMA = pa.schema([("shard", pa.string()), ("holdout", pa.bool_()), *PIECE_SCHEMA])
@@ -66,13 +67,13 @@ class FingerprintFile:
         self._writer = pq.ParquetWriter(path, PIECE_SCHEMA)
 
     def add_demo(self, demo: str, episode_id: str, prints: Sequence[tuple[bytes, int]]) -> None:
-        """One demo's (fingerprint, pixels CRC-32) per step, in step order."""
+        """One demo's (fingerprint, pixels Adler-32) per step, in step order."""
         batch = {
             "demo": [demo] * len(prints),
             "episode_id": [episode_id] * len(prints),
             "step": list(range(len(prints))),
             "fingerprint": [p[0] for p in prints],
-            "pixels_crc32": [p[1] for p in prints],
+            "pixels_adler32": [p[1] for p in prints],
         }
         self._writer.write_table(pa.Table.from_pydict(batch, schema=PIECE_SCHEMA))
 

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import numpy as np
-from imagecodecs import deflate_crc32
 from PIL import Image
 
 from gui_assets.core.budget import ByteBudget
@@ -129,7 +128,9 @@ class ScreenPrint(NamedTuple):
     """What the screen-overlap audit knows of a stored frame."""
 
     fingerprint: bytes  # core.fingerprint.screen_fingerprint: near-duplicates differ in a few bits
-    pixels_crc32: int  # CRC-32 of its pixels: with the fingerprint, equal means the same pixels
+    # Adler-32 of its pixels, free: the trailer of the frame's zlib chunk (RFC 1950). With the
+    # fingerprint, equal means the same pixels.
+    pixels_adler32: int
 
 
 # Per step, (agentview, eye_in_hand, pictures, print): the deflated chunks, written with
@@ -225,10 +226,9 @@ class FrameEncoder:
                     Image.fromarray(frame).resize((s.out_w, s.out_h), Image.Resampling.BILINEAR)
                 )
             shown = pictures(frame, eye) if s.preview else None
-            frame = np.ascontiguousarray(frame)
-            pixels = memoryview(frame).cast("B")  # once, for the CRC and the deflate
-            printed = ScreenPrint(screen_fingerprint(frame), deflate_crc32(pixels))
-            out.append((self._compress(pixels), self._deflate(eye), shown, printed))
+            chunk = self._deflate(frame)
+            printed = ScreenPrint(screen_fingerprint(frame), int.from_bytes(chunk[-4:], "big"))
+            out.append((chunk, self._deflate(eye), shown, printed))
         return out
 
     def episodes(self, plans: Iterable[EpisodePlan]) -> Iterator[tuple[EpisodePlan, EpisodeChunks]]:

@@ -68,7 +68,7 @@ class Frames:
     episode: np.ndarray  # object: episode ids
     step: np.ndarray  # int32
     words: np.ndarray  # (n, WORDS) uint64 fingerprints
-    crc: np.ndarray  # uint32 CRC-32 of the pixels
+    adler: np.ndarray  # uint32 Adler-32 of the pixels
 
     def __len__(self) -> int:
         return len(self.step)
@@ -113,7 +113,7 @@ def load_frames(out: Path) -> tuple[Frames, dict[str, str | None], list[str]]:
         episode=np.asarray(cat.column("episode_id").to_pylist(), dtype=object),
         step=cat.column("step").to_numpy(zero_copy_only=False).astype(np.int32),
         words=as_words(raw) if raw is not None else np.empty((0, 8), np.uint64),
-        crc=cat.column("pixels_crc32").to_numpy(zero_copy_only=False).astype(np.uint32),
+        adler=cat.column("pixels_adler32").to_numpy(zero_copy_only=False).astype(np.uint32),
     )
     return frames, roles, missing
 
@@ -248,14 +248,14 @@ def eval_summary(frames: Frames, m: Matches, roles: dict[str, str | None]) -> li
 
 def exact_duplicates(frames: Frames) -> dict[str, dict[str, Any]]:
     """Per directory: frames whose pixels repeat an earlier frame of the same directory (equal
-    fingerprint and equal pixel CRC-32)."""
+    fingerprint and equal pixel Adler-32)."""
     out = {}
     for di, name in enumerate(frames.directories):
         rows = np.flatnonzero(frames.directory == di)
         if not len(rows):
             out[name] = {"frames": 0, "exact_duplicates": 0, "share": 0.0}
             continue
-        key = np.concatenate([frames.words[rows], frames.crc[rows, None].astype(np.uint64)], axis=1)
+        key = np.concatenate([frames.words[rows], frames.adler[rows, None].astype(np.uint64)], axis=1)
         distinct = len(np.unique(key, axis=0))
         out[name] = {
             "frames": len(rows),

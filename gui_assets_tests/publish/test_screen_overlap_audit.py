@@ -30,7 +30,7 @@ def _near(name: str, bits: int) -> bytes:
 def _directory(
     out, name: str, source: str, role: str | None, frames: list[tuple[str, int, bytes, bool, int]]
 ):
-    """frames: (episode, step, fingerprint, holdout, pixel crc)."""
+    """frames: (episode, step, fingerprint, holdout, pixel checksum)."""
     record = {"name": source} if role is None else {"name": source, "split_role": role}
     DatasetInfo(name, source, name, {"source": record}, {}, []).write(OutLayout(out).dataset_info(name))
     rows = [
@@ -41,9 +41,9 @@ def _directory(
             "episode_id": f"{source}/{episode}",
             "step": step,
             "fingerprint": fp,
-            "pixels_crc32": crc,
+            "pixels_adler32": adler,
         }
-        for i, (episode, step, fp, holdout, crc) in enumerate(frames)
+        for i, (episode, step, fp, holdout, adler) in enumerate(frames)
     ]
     path = directory_table(OutLayout(out), name)
     path.parent.mkdir(parents=True, exist_ok=True)
