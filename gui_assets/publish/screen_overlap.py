@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from gui_assets.core.atomic import atomic_path, atomic_write_text
-from gui_assets.core.fingerprint import MATCH_THRESHOLD, as_words
+from gui_assets.core.fingerprint import MATCH_THRESHOLD, WORDS, as_words
 from gui_assets.core.layout import DatasetInfo, OutLayout, built_directories
 from gui_assets.pipeline import fingerprints
 from gui_assets.publish import screen_overlap_picture as picture
@@ -95,27 +95,27 @@ def load_frames(out: Path) -> tuple[Frames, dict[str, str | None], list[str]]:
             sources.append(info.source)
         d_index, s_index = len(tables), sources.index(info.source)
         tables.append((table, d_index, s_index))
-    n = sum(t.num_rows for t, _, _ in tables)
-    cat = (
-        pa.concat_tables([t for t, _, _ in tables]) if tables else fingerprints.DIRECTORY_SCHEMA.empty_table()
-    )
-    raw = np.frombuffer(b"".join(c.to_pybytes() for c in _value_buffers(cat)), np.uint8) if n else None
+    empty = fingerprints.DIRECTORY_SCHEMA.empty_table()
+    cat = pa.concat_tables([t for t, _, _ in tables]) if tables else empty
+    raw = b"".join(c.to_pybytes() for c in _value_buffers(cat))
     frames = Frames(
         directories=list(roles),
         sources=sources,
-        directory=np.concatenate([np.full(t.num_rows, d, np.int32) for t, d, _ in tables] or [[]]).astype(
-            np.int32
-        ),
-        source=np.concatenate([np.full(t.num_rows, s, np.int32) for t, _, s in tables] or [[]]).astype(
-            np.int32
-        ),
+        directory=_repeat([(t.num_rows, d) for t, d, _ in tables]),
+        source=_repeat([(t.num_rows, s) for t, _, s in tables]),
         holdout=cat.column("holdout").to_numpy(zero_copy_only=False).astype(bool),
         episode=np.asarray(cat.column("episode_id").to_pylist(), dtype=object),
         step=cat.column("step").to_numpy(zero_copy_only=False).astype(np.int32),
-        words=as_words(raw) if raw is not None else np.empty((0, 8), np.uint64),
+        words=as_words(raw) if raw else np.empty((0, WORDS), np.uint64),
         adler=cat.column("pixels_adler32").to_numpy(zero_copy_only=False).astype(np.uint32),
     )
     return frames, roles, missing
+
+
+def _repeat(runs: list[tuple[int, int]]) -> np.ndarray:
+    """int32 values, each repeated its count of times: [(2, 7), (1, 3)] -> [7, 7, 3]."""
+    counts = np.array([n for n, _ in runs], np.int64)
+    return np.repeat(np.array([v for _, v in runs], np.int32), counts)
 
 
 def _value_buffers(table: pa.Table) -> list[pa.Buffer]:
