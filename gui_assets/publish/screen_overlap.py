@@ -280,8 +280,9 @@ def _where_pairs(frames: Frames, m: Matches) -> list[tuple[picture.Where, pictur
 
 
 def audit(out: Path, threshold: int = MATCH_THRESHOLD) -> dict[str, Any]:
-    """Run the audit over the build at `out`; write the parquet and the summary; return the
-    summary (with the matched rows' table under "table", not written to JSON)."""
+    """Run the audit over the build at `out`; write the parquet, the picture and the summary;
+    return the summary, with the absolute "path" and "picture" and the matched rows' "table"
+    (none of them written to the JSON)."""
     frames, roles, missing = load_frames(out)
     evaluation, training = sides(frames, roles)
     m = match(frames, evaluation, training, threshold)
@@ -300,11 +301,12 @@ def audit(out: Path, threshold: int = MATCH_THRESHOLD) -> dict[str, Any]:
             d for d, r in roles.items() if r not in (*EVALUATION_ROLES, "train")
         ),
         "directories_without_fingerprints": missing,
-        "path": str(out / OVERLAP_FILE),
-        "picture": str(out / picture.PICTURE_FILE) if drawn is not None else None,
+        # names beside the summary, never absolute paths: two builds must publish the same bytes
+        "files": {"parquet": OVERLAP_FILE, "picture": picture.PICTURE_FILE if drawn is not None else None},
     }
     atomic_write_text(out / SUMMARY_FILE, json.dumps(summary, indent=1) + "\n")
-    return {**summary, "table": table}
+    paths = {"path": str(out / OVERLAP_FILE), "picture": str(out / picture.PICTURE_FILE) if drawn else None}
+    return {**summary, **paths, "table": table}
 
 
 def read_summary(out: Path) -> dict[str, Any] | None:

@@ -136,6 +136,8 @@ def test_each_evaluation_frame_gets_its_nearest_training_frame_same_source_first
     assert summary["exact_duplicates"]["web_train"] == {"frames": 6, "exact_duplicates": 1, "share": 0.1667}
     assert summary["unclassified_directories"] == ["odd"]
     assert summary["directories_without_fingerprints"] == ["old"]
+    # published beside the card: names only, so two builds in two folders write the same bytes
+    assert str(build) not in (build / "screen_overlap.json").read_text(encoding="utf-8")
 
 
 def test_the_check_warns_above_the_share_and_on_a_directory_without_fingerprints(build):
