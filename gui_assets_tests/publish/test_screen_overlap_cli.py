@@ -13,6 +13,7 @@ import io
 import json
 
 import pyarrow.parquet as pq
+import pytest
 from PIL import Image, ImageDraw, ImageFont
 
 from gui_assets_tests.conftest import clean_env, dagster_materialize, m2w_row, page_bytes
@@ -41,6 +42,7 @@ def _edited(png: bytes, edit: str) -> bytes:
     return out.getvalue()
 
 
+@pytest.mark.slow
 def test_every_planted_copy_is_found_and_no_other_page_matches(tmp_path, write_m2w):
     pages = {seed: page_bytes(*PAGE, seed=seed) for seed in (*TRAINING_SEEDS, *OTHER_SEEDS)}
     train = [
