@@ -2,14 +2,14 @@
 screen-overlap audit.
 
 The shard writer fingerprints every frame it deflates (the pixels are decoded there anyway),
-with the Adler-32 of its pixels (the trailer of its zlib chunk; equal prints: the same pixels,
-an exact duplicate), and writes one
-row per step, `<piece stem>.fingerprints.parquet`, beside each piece. Publish adopts
-each piece's file as `_work/<directory>/fingerprints/<shard sha256>.parquet` (by the content of
-the shard, like the preview's pictures, so a unit linked back from the last build keeps its
-fingerprints and a rebuilt shard never meets stale ones), then writes the directory's table,
-`_work/<directory>/fingerprints.parquet`: one row per step of every published shard, in shard
-order. They stay in `_work`, not in the shards: the HDF5 layout is pinned by the output format.
+with the Adler-32 of its pixels (the trailer of its zlib chunk; equal prints are the same pixels,
+an exact duplicate), and writes one row per step, `<piece stem>.fingerprints.parquet`, beside
+each piece. Publish adopts each piece's file as `_work/<directory>/fingerprints/<shard
+sha256>.parquet` (by the content of the shard, like the preview's pictures, so a unit linked
+back from the last build keeps its fingerprints and a rebuilt shard never meets stale ones),
+then writes the directory's table, `_work/<directory>/fingerprints.parquet`: one row per step of
+every published shard, in shard order. They stay in `_work`, not in the shards: the HDF5 layout
+is pinned by the output format.
 """
 
 from __future__ import annotations

@@ -3,10 +3,10 @@ thread pool.
 
 `plan_episode` settles an episode's geometry without pixels (its causal cursor, eye windows,
 frame size, and the runs of consecutive steps over one stored image, such as a page and its
-SCROLL views, which are decoded once). `FrameEncoder` decodes, crops,
-fingerprints (core.fingerprint, for the screen-overlap audit) and deflates those runs on threads
-(Wuffs or libspng, and libdeflate, release the GIL) and hands them back in order, at most a window
-of runs ahead, so memory is bounded by the threads' decoded pages, whatever the shard size.
+SCROLL views, which are decoded once). `FrameEncoder` decodes, crops, fingerprints (for the
+screen-overlap audit: core.fingerprint) and deflates those runs on threads (Wuffs or libspng, and
+libdeflate, release the GIL) and hands them back in order, at most a window of runs ahead, so
+memory is bounded by the threads' decoded pages, whatever the shard size.
 """
 
 from __future__ import annotations
