@@ -17,7 +17,9 @@ the decode-and-deflate bound measured in the same run (just before and just afte
 command, averaged): the steps/s at which every usable CPU decodes the larger mirror's
 screenshots, cuts the eye crop and deflates both at the build's level, with no I/O, HDF5 or
 Dagster at all. Every output is read back with plain h5py and
-compared pixel for pixel with the script's on sampled frames.
+compared pixel for pixel with the script's on sampled frames. Last, the screen fingerprint and
+pixel checksum the writer adds to each step (for the screen-overlap audit) are timed against the
+step's decode, crop and deflate on the same screenshots: the share they add to the shard stage.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from benchmarks.frames import iter_frames, write_mirror
 from benchmarks.peak_rss import run_measured
 from gui_assets.core.config import BuildConfig, usable_cpus
 from gui_assets.core.cursor import EYE_SIZE
+from gui_assets.core.fingerprint import screen_fingerprint
 from gui_assets.core.images import decode_rgb
 from gui_assets.core.memory import build_process_env
 from gui_assets.pipeline.frames import frame_deflater
@@ -264,6 +267,41 @@ def decode_deflate_bound(repo: Path, frames: int, level: int) -> dict[str, Any]:
     }
 
 
+def fingerprint_overhead(repo: Path, frames: int, level: int, rounds: int = 3) -> dict[str, Any]:
+    """The screen fingerprint the shard writer adds to each step (pipeline.frames; its pixel
+    checksum is the Adler-32 trailer of the zlib chunk it writes anyway, read for free),
+    against the step's decode, crop and deflate, on one thread (CPU time, not wall time) and
+    on the same screenshots, the two timed in alternation so a shared machine's drift falls on
+    both: milliseconds a step and the share added."""
+    deflate = frame_deflater(BuildConfig(libdeflate_level=level))
+    pngs = [png for _, _, png, _ in itertools.islice(iter_frames(repo), frames)]
+    pages = [decode_rgb(p) for p in pngs[:8]]  # warm the imports and the allocator
+    for page in pages:
+        screen_fingerprint(page)
+    work = {"writer": 0.0, "fingerprint": 0.0}
+    for _ in range(rounds):
+        for png in pngs:
+            start = time.process_time()
+            page = decode_rgb(png)
+            frame = np.ascontiguousarray(page)
+            eye = np.ascontiguousarray(page[:EYE_SIZE, :EYE_SIZE])
+            deflate(memoryview(frame).cast("B"))
+            deflate(memoryview(eye).cast("B"))
+            middle = time.process_time()
+            screen_fingerprint(frame)
+            end = time.process_time()
+            work["writer"] += middle - start
+            work["fingerprint"] += end - middle
+    steps = rounds * len(pngs)
+    return {
+        "frames": len(pngs),
+        "rounds": rounds,
+        "writer_ms": round(1000 * work["writer"] / steps, 3),
+        "fingerprint_ms": round(1000 * work["fingerprint"] / steps, 3),
+        "share": round(work["fingerprint"] / work["writer"], 4),
+    }
+
+
 def _marginal(small: dict[str, Any], large: dict[str, Any]) -> dict[str, float]:
     """Steps per second of the extra steps: start-up and other fixed costs cancel out."""
     extra_steps = large["steps"] - small["steps"]
@@ -369,6 +407,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             m = marginal[f"users-{executor}"]
             m["share_of_bound"] = round(m["steps_per_s"] / bound["steps_per_s"], 3)
 
+    fp = results["fingerprint"] = fingerprint_overhead(repos[sizes[-1]], args.bound_frames, level)
     print(f"\n{args.width}x{args.height} frames, {results['machine']['cpus']} CPUs "
           f"({results['machine']['cpu_model']})")  # fmt: skip
     head = ("seconds", "steps/s", "KB/step", "peak RSS MB", "speed-up", "size", "publishing")
@@ -392,6 +431,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         growth = f", peak RSS {m['peak_rss_growth'] * 100:+.1f}%" if "peak_rss_growth" in m else ""
         print(f"marginal {name}: {m['extra_steps']} extra steps in {m['extra_seconds']:.1f}s = "
               f"{m['steps_per_s']:.1f} steps/s{extra}{growth}")  # fmt: skip
+    print(f"screen fingerprint: {fp['fingerprint_ms']:.2f} ms of CPU a step against the "
+          f"step's decode, crop and deflate {fp['writer_ms']:.2f} ms: +{fp['share'] * 100:.1f}% "
+          f"({fp['frames']} screenshots x {fp['rounds']}, one thread)")  # fmt: skip
     (work / "results.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     print(f"\nresults: {work / 'results.json'}")
     return results

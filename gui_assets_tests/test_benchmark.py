@@ -43,6 +43,9 @@ def test_the_benchmark_reports_the_users_command_and_the_marginal_rate(tmp_path,
     printed = capsys.readouterr().out
     assert "'mind2web*' (in_process) @40" in printed and "marginal script" in printed
     assert "decode-and-deflate bound" in printed and "of the bound" in printed
+    fingerprint = results["fingerprint"]  # the audit's per-step cost, against the writer's own
+    assert fingerprint["frames"] == 40 and 0 < fingerprint["fingerprint_ms"] < fingerprint["writer_ms"]
+    assert "screen fingerprint:" in printed
 
 
 def test_a_commands_peak_rss_is_its_own_not_its_big_parents():

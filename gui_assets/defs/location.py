@@ -13,6 +13,7 @@ import dagster as dg
 from gui_assets.defs.executors import executor_from_env
 from gui_assets.defs.export_checks import build_export_checks
 from gui_assets.defs.factory import build_source_defs
+from gui_assets.defs.overlap_assets import screen_overlap_check
 from gui_assets.defs.repo_assets import build_repo_assets
 from gui_assets.defs.resources import AlertsResource, BuildSettings, GuiAssetsPaths, HubResource
 from gui_assets.defs.run_summary import RUN_SUMMARY_HOOKS
@@ -48,6 +49,7 @@ def build_definitions(sources: Sequence[SourceSpec]) -> dg.Definitions:
     per_source = [build_source_defs(spec) for spec in sources]
     assets = [a for d in per_source for a in (d.assets or [])] + build_repo_assets(sources)
     checks = [c for d in per_source for c in (d.asset_checks or [])] + build_export_checks()
+    checks.append(screen_overlap_check())
     with warnings.catch_warnings():
         # Code references are a beta API; it warns once per asset on every load.
         warnings.simplefilter("ignore", dg.BetaWarning)

@@ -1,6 +1,7 @@
-"""Repo-level assets downstream of every source: the preview config, the dataset card, their
-upload and the cua-lite export. They read whatever directories have been built, so sources
-never materialized are simply absent (the card's tables list what exists)."""
+"""Repo-level assets downstream of every source: the preview config, the screen-overlap audit
+(defs.overlap_assets), the dataset card, their upload and the cua-lite export. They read
+whatever directories have been built, so sources never materialized are simply absent (the
+card's tables list what exists)."""
 
 import contextlib
 from collections.abc import Iterator, Sequence
@@ -11,10 +12,20 @@ import dagster as dg
 from gui_assets.core.errors import DiskFullError
 from gui_assets.core.layout import PREVIEW_DIR, built_directories
 from gui_assets.defs.metadata import OWNERS, digest, fail, file_digest
+from gui_assets.defs.overlap_assets import KEY as SCREEN_OVERLAP
+from gui_assets.defs.overlap_assets import screen_overlap_asset
 from gui_assets.defs.resources import BuildSettings, GuiAssetsPaths, HubResource
 from gui_assets.pipeline.common import disk_full_named
 from gui_assets.pipeline.lineage import stage_version
-from gui_assets.publish import card, cua_lite, lerobot, lerobot_export, preview
+from gui_assets.publish import (
+    card,
+    cua_lite,
+    lerobot,
+    lerobot_export,
+    preview,
+    screen_overlap,
+    screen_overlap_picture,
+)
 from gui_assets.publish import hub as hub_writer
 from gui_assets.publish.lerobot_video import VideoError
 from gui_assets.sources.spec import SourceSpec
@@ -68,12 +79,12 @@ def _preview_asset(info_keys: list[dg.AssetKey]) -> dg.AssetsDefinition:
 def _card_asset(info_keys: list[dg.AssetKey]) -> dg.AssetsDefinition:
     @dg.asset(
         key="dataset_card",
-        deps=[dg.AssetKey("preview"), *info_keys],
+        deps=[dg.AssetKey("preview"), SCREEN_OVERLAP, *info_keys],
         kinds={"python"},
         code_version=stage_version("dataset_card"),
         description="`<out>/README.md`, the dataset card: YAML header with the preview config, the splits "
-        "table read from every dataset_info.json, layout, POMDP and leakage warnings, loading, upstream "
-        "licences.",
+        "table read from every dataset_info.json, layout, POMDP and leakage warnings, the screen-overlap "
+        "table, loading, upstream licences.",
         **COMMON,
     )
     def dataset_card_asset(
@@ -121,11 +132,12 @@ def _upload_all(
 def _hub_card_asset() -> dg.AssetsDefinition:
     @dg.asset(
         key="hub_card",
-        deps=[dg.AssetKey("dataset_card"), dg.AssetKey("preview")],
+        deps=[dg.AssetKey("dataset_card"), dg.AssetKey("preview"), SCREEN_OVERLAP],
         kinds={"huggingface", "python"},
         code_version=stage_version("hub_card"),
         pool="hf_api",
-        description="Uploads the card and the preview parquet to GUI_ASSETS_HUB_REPO (or `<out>/hub/`), "
+        description="Uploads the card, the preview parquet and the screen-overlap audit's parquet and "
+        "picture to GUI_ASSETS_HUB_REPO (or `<out>/hub/`), "
         "sending only what the repo does not already hold with the same content.",
         **COMMON,
     )
@@ -136,6 +148,8 @@ def _hub_card_asset() -> dg.AssetsDefinition:
         files = [("README.md", out / "README.md"), (card.LICENSE_FILE, out / card.LICENSE_FILE)]
         files += [(f"{PREVIEW_DIR}/{p.name}", p) for p in sorted((out / PREVIEW_DIR).glob("*.parquet"))]
         files += [(f"{SAMPLES_DIR}/{p.name}", p) for p in sorted((out / SAMPLES_DIR).glob("*.html"))]
+        audit = (screen_overlap.OVERLAP_FILE, screen_overlap_picture.PICTURE_FILE)
+        files += [(name, out / name) for name in audit if (out / name).is_file()]
         # the card and preview show every directory: a demo build among them is refused
         return _upload_all(context, hub, out, files, "Upload the dataset card and preview")
 
@@ -256,6 +270,7 @@ def build_repo_assets(sources: Sequence[SourceSpec]) -> list[dg.AssetsDefinition
     episode_keys = [dg.AssetKey(f"{s.name}_episodes") for s in sources]
     return [
         _preview_asset(info_keys),
+        screen_overlap_asset(info_keys, GROUP),
         _card_asset(info_keys),
         _hub_card_asset(),
         _cua_lite_asset(info_keys, episode_keys),

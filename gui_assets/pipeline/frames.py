@@ -3,9 +3,10 @@ thread pool.
 
 `plan_episode` settles an episode's geometry without pixels (its causal cursor, eye windows,
 frame size, and the runs of consecutive steps over one stored image, such as a page and its
-SCROLL views, which are decoded once). `FrameEncoder` decodes, crops and deflates those runs on
-threads (Wuffs or libspng, and libdeflate, release the GIL) and hands them back in order, at most a
-window of runs ahead, so memory is bounded by the threads' decoded pages, whatever the shard size.
+SCROLL views, which are decoded once). `FrameEncoder` decodes, crops, fingerprints (for the
+screen-overlap audit: core.fingerprint) and deflates those runs on threads (Wuffs or libspng, and
+libdeflate, release the GIL) and hands them back in order, at most a window of runs ahead, so
+memory is bounded by the threads' decoded pages, whatever the shard size.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections import Counter, deque
 from collections.abc import Callable, Collection, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from PIL import Image
@@ -26,6 +27,7 @@ from gui_assets.core.cursor import EYE_SIZE, SCREEN_CENTRE, eye_rect, eye_window
 from gui_assets.core.deflate import zlib_deflater
 from gui_assets.core.drops import DropReason
 from gui_assets.core.episode_store import ImageStore
+from gui_assets.core.fingerprint import screen_fingerprint
 from gui_assets.core.images import ImageError, decode_cost, decode_rgb, image_size, window_pixels
 from gui_assets.core.ir import GuiEpisode
 from gui_assets.pipeline.preview_frames import StepPictures, pictures
@@ -122,9 +124,19 @@ def plan_episode(
     return EpisodePlan(ep, (H, W), tuple(cursors), tuple(rects), tuple(native), tuple(runs))
 
 
-# Per step, (agentview, eye_in_hand, pictures): the deflated chunks, written with
-# write_direct_chunk; and the preview's pictures of a candidate step, else None.
-StepChunks = tuple[bytes, bytes, StepPictures | None]
+class ScreenPrint(NamedTuple):
+    """What the screen-overlap audit knows of a stored frame."""
+
+    fingerprint: bytes  # core.fingerprint.screen_fingerprint: near-duplicates differ in a few bits
+    # Adler-32 of its pixels, free: the trailer of the frame's zlib chunk (RFC 1950). With the
+    # fingerprint, equal means the same pixels.
+    pixels_adler32: int
+
+
+# Per step, (agentview, eye_in_hand, pictures, print): the deflated chunks, written with
+# write_direct_chunk; the preview's pictures of a candidate step, else None; the stored frame's
+# ScreenPrint.
+StepChunks = tuple[bytes, bytes, StepPictures | None, ScreenPrint]
 
 
 class EpisodeChunks:
@@ -214,7 +226,9 @@ class FrameEncoder:
                     Image.fromarray(frame).resize((s.out_w, s.out_h), Image.Resampling.BILINEAR)
                 )
             shown = pictures(frame, eye) if s.preview else None
-            out.append((self._deflate(frame), self._deflate(eye), shown))
+            chunk = self._deflate(frame)
+            printed = ScreenPrint(screen_fingerprint(frame), int.from_bytes(chunk[-4:], "big"))
+            out.append((chunk, self._deflate(eye), shown, printed))
         return out
 
     def episodes(self, plans: Iterable[EpisodePlan]) -> Iterator[tuple[EpisodePlan, EpisodeChunks]]:
@@ -273,9 +287,11 @@ class FrameEncoder:
         self.close()
 
 
-def _nbytes(chunk: bytes | np.ndarray | StepPictures | None) -> int:
+def _nbytes(chunk: bytes | np.ndarray | StepPictures | ScreenPrint | None) -> int:
     if chunk is None:
         return 0
+    if isinstance(chunk, ScreenPrint):
+        return len(chunk.fingerprint)
     if isinstance(chunk, tuple):
         return sum(len(c) for c in chunk)
     return chunk.nbytes if isinstance(chunk, np.ndarray) else len(chunk)

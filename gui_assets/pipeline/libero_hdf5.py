@@ -36,7 +36,8 @@ from gui_assets.core.episode_store import ImageStore
 from gui_assets.core.images import ImageError
 from gui_assets.core.ir import ACTION_TYPE_NAMES, PARAM_NAMES, POINTER_TYPES, ActionType, GuiEpisode
 from gui_assets.core.stats import BuildStats
-from gui_assets.pipeline.frames import EpisodePlan, FrameEncoder, StepChunks, plan_episode
+from gui_assets.pipeline.fingerprints import FingerprintFile, piece_file
+from gui_assets.pipeline.frames import EpisodePlan, FrameEncoder, ScreenPrint, StepChunks, plan_episode
 from gui_assets.pipeline.preview_frames import PictureFile, StepPictures
 from gui_assets.pipeline.shard_records import Piece
 
@@ -104,6 +105,8 @@ class LiberoShardWriter:
         # pictures go beside each shard as <shard stem>.preview.parquet (preview_frames).
         self.preview_steps = preview_steps or {}
         self._pictures: PictureFile | None = None
+        # Every frame's screen fingerprint, beside each shard (pipeline.fingerprints).
+        self._fingerprints: FingerprintFile | None = None
 
     # --- shard lifecycle -------------------------------------------------------------------
 
@@ -112,6 +115,7 @@ class LiberoShardWriter:
         f = h5py.File(path, "w")
         f.create_group("data")
         self._pictures = PictureFile(picture_file(path))
+        self._fingerprints = FingerprintFile(piece_file(path))
         self._demos = 0
         self._steps = 0
         return f
@@ -149,6 +153,9 @@ class LiberoShardWriter:
         if self._pictures is not None:
             self._pictures.close()
             self._pictures = None
+        if self._fingerprints is not None:
+            self._fingerprints.close()
+            self._fingerprints = None
         hw = list(self._frame_hw) if self._frame_hw else None
         self._pieces.append(Piece(path.name, self._demos, self._steps, path.stat().st_size, hw))
         self._shard_index += 1
@@ -177,8 +184,9 @@ class LiberoShardWriter:
         before = self._current_bytes()
         name = f"demo_{self._demos}"
         shown: list[tuple[int, StepPictures]] = []
+        fingerprints: list[ScreenPrint] = []
         try:
-            pointer, hits = self._write_demo(self._file["data"], name, plan, chunks, shown)
+            pointer, hits = self._write_demo(self._file["data"], name, plan, chunks, shown, fingerprints)
         except ImageError as e:
             del self._file["data"][name]
             over = e.reason == DropReason.IMAGE_TOO_LARGE
@@ -187,6 +195,8 @@ class LiberoShardWriter:
         grown = self._current_bytes() - before
         if self._pictures is not None:
             self._pictures.add_demo(name, shown)
+        if self._fingerprints is not None:
+            self._fingerprints.add_demo(name, episode.episode_id, fingerprints)
         self._demos += 1
         self._steps += len(episode.steps)
         written = self.stats.steps + len(episode.steps)
@@ -215,6 +225,7 @@ class LiberoShardWriter:
         plan: EpisodePlan,
         chunks: Iterable[StepChunks],
         shown: list[tuple[int, StepPictures]],
+        fingerprints: list[ScreenPrint],
     ) -> tuple[int, int]:
         ep = plan.episode
         T = len(ep.steps)
@@ -228,9 +239,10 @@ class LiberoShardWriter:
         agentview = self._frames(obs, "agentview_rgb", (T, H, W, 3))
         eye = self._frames(obs, "eye_in_hand_rgb", (T, EYE_SIZE, EYE_SIZE, 3))
         t = -1
-        for t, (frame, crop, pictures) in enumerate(chunks):
+        for t, (frame, crop, pictures, printed) in enumerate(chunks):
             if pictures is not None:
                 shown.append((t, pictures))
+            fingerprints.append(printed)
             agentview.id.write_direct_chunk((t, 0, 0, 0), frame)
             eye.id.write_direct_chunk((t, 0, 0, 0), crop)
         if t != T - 1:
@@ -314,10 +326,11 @@ class LiberoShardWriter:
 
     def abort(self) -> None:
         """Stop and remove everything this writer wrote into its folder."""
-        if self._pictures is not None:
-            with contextlib.suppress(Exception):
-                self._pictures.close()
-            self._pictures = None
+        for side in (self._pictures, self._fingerprints):
+            if side is not None:
+                with contextlib.suppress(Exception):
+                    side.close()
+        self._pictures = self._fingerprints = None
         if self._file is not None:
             with contextlib.suppress(Exception):  # e.g. a full disk refuses the final flush too
                 self._file.close()

@@ -34,6 +34,7 @@ STAGE_MODULES: dict[str, tuple[str, ...]] = {
     "cua_lite_export": ("gui_assets.publish.cua_lite",),
     "lerobot_export": ("gui_assets.publish.lerobot_export",),
     "hub_lerobot": ("gui_assets.publish.hub", "gui_assets.publish.lerobot_export"),
+    "screen_overlap": ("gui_assets.publish.screen_overlap",),
 }
 
 

@@ -6,7 +6,8 @@
                     units are independent, so Dagster runs them as separate steps (processes on
                     one machine, Celery or Kubernetes workers across machines)
     publish_shards  every unit's pieces -> <out>/<dir>/<dir>_NNNN.hdf5 (and _val_), numbered in
-                    plan order, stale shards removed -> ShardManifest (_work/<dir>/shards.json)
+                    plan order, stale shards removed -> ShardManifest (_work/<dir>/shards.json),
+                    and every frame's fingerprint -> _work/<dir>/fingerprints.parquet
 
 Where units run apart (Celery or Kubernetes workers, processes), each unit hashes its own
 pieces, so the reading is spread over the workers. In one process, publish hashes every piece
@@ -43,6 +44,7 @@ from gui_assets.core.images import ImageError, decode_cost, decode_rgb, image_si
 from gui_assets.core.layout import OutLayout, ShardEntry, shard_name, shard_pattern
 from gui_assets.core.splits import MAIN, VAL
 from gui_assets.core.stats import BuildStats
+from gui_assets.pipeline import fingerprints
 from gui_assets.pipeline.frames import frame_deflater, frame_size
 from gui_assets.pipeline.libero_hdf5 import LiberoShardWriter, picture_file
 from gui_assets.pipeline.preview_frames import (
@@ -347,11 +349,17 @@ def publish_shards(layout: OutLayout, directory: str) -> ShardManifest:
         drawn = picture_file(src)
         if drawn.is_file():  # the preview's pictures of this shard, kept by its content
             pictures.put_file(entry.sha256, drawn)
+        if fingerprints.piece_file(src).is_file():  # a linked-back unit's are kept already
+            fingerprints.adopt(layout, directory, entry.sha256, fingerprints.piece_file(src))
         if src.is_file():
             move_into_place(src, dst)  # the directory may sit on another file system
     _prune(out_dir, directory, {e.file for es in entries.values() for e in es})
     published = {e.sha256 for es in entries.values() for e in es}
     pictures.keep_only(published)
+    try:
+        fingerprints.write_directory_table(layout, directory, entries[MAIN], entries[VAL])
+    except fingerprints.MissingFingerprints as e:
+        raise PublishError(str(e)) from None
     file_results(layout, directory, results, published)
     manifest = ShardManifest(entries[MAIN], entries[VAL], stats, len(results), reuse_summary(results))
     atomic_write_text(layout.shard_manifest(directory), json.dumps(manifest.to_dict(), indent=2) + "\n")

@@ -8,9 +8,10 @@ source, and the writer's code (the import closure of `gui_assets.pipeline.shardi
 statistics) under that key in `<work>/unit_index/`; the next build's unit with the same key
 hard-links the published shards of those hashes into its staging folder (a copy across file
 systems) and reports the same result, so publish writes what a fresh build writes without
-reading or writing a frame. Any other unit is written. The preview's picks among its steps are
-not in the key: they do not change the shards, and the preview draws from the shards any
-picture the cache lacks.
+reading or writing a frame. Any other unit is written, and so is one whose shards' frame
+fingerprints (pipeline.fingerprints) are not all kept: no unit is published without them. The
+preview's picks among its steps are not in the key: they do not change the shards, and the
+preview draws from the shards any picture the cache lacks.
 
 No demo records its upstream file's revision (dataset_info.json lists it), so an edit of one
 row changes the key of the unit holding that row's episode only: the rest of the file's units
@@ -36,6 +37,7 @@ from gui_assets.core.config import BuildConfig
 from gui_assets.core.episode_store import read_episode_table
 from gui_assets.core.layout import OutLayout
 from gui_assets.core.stats import BuildStats
+from gui_assets.pipeline import fingerprints
 from gui_assets.pipeline.shard_records import LINKED, Piece, PlannedUnit, UnitResult
 
 INDEX_DIR = "unit_index"
@@ -112,6 +114,8 @@ def take_published(
     published = _published_by_sha(layout, directory)
     pairs = [(published.get(p.sha256 or ""), p) for p in pieces]
     if not pieces or any(src is None or src.stat().st_size != p.bytes for src, p in pairs):
+        return None
+    if not fingerprints.have_all(layout, directory, [p.sha256 or "" for p in pieces]):
         return None
     return link_back(key, planned, staging, recorded, pairs)  # type: ignore[arg-type]
 

@@ -3,7 +3,8 @@
 The prose is the template `gui_assets/templates/dataset_card.md`; this module fills it from the
 built directories alone: the splits table (episodes / steps / shards / size, holdout shards in
 their own table), each directory's platform, each source's notes and its upstream repo and
-licence, all read from `build.source` in the directories' dataset_info.json.
+licence, all read from `build.source` in the directories' dataset_info.json; and the
+screen-overlap table, from the audit's summary (publish.screen_overlap).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 from gui_assets.core.atomic import atomic_write_text
 from gui_assets.core.layout import PREVIEW_DIR, DatasetInfo, built_directories
+from gui_assets.publish import screen_overlap
 
 TEMPLATE = Path(__file__).resolve().parent / "templates" / "dataset_card.md"
 # The LeRobot section: only in the card of a build whose LeRobot export is on.
@@ -124,6 +126,22 @@ def subsplits_section(infos: list[DatasetInfo]) -> str:
     )
 
 
+def screen_overlap_section(summary: dict[str, Any] | None) -> str:
+    """The screen-overlap audit's table (publish.screen_overlap), when it has run."""
+    if summary is None:
+        return ""
+    return (
+        "Screens shared across splits: every frame has a 512-bit screen fingerprint, and an evaluation "
+        f"frame within {summary.get('threshold_bits')} bits of a training frame is a near-duplicate (the "
+        "same screen, give or take a typed character, the pointer or JPEG noise). Per evaluation set:\n\n"
+        + screen_overlap.markdown_table(summary)
+        + f"\n\n`{screen_overlap.OVERLAP_FILE}` lists every such evaluation step (`eval_directory`, "
+        "`eval_episode_id`, `eval_step`: the demo's `episode_id` attribute and the 0-based step) with its "
+        "nearest training step and the distance; drop or down-weight those steps when you evaluate. The "
+        "splits themselves stay the benchmarks' own.\n"
+    )
+
+
 def samples_section(infos: list[DatasetInfo], pages: set[str]) -> str:
     """Links to the per-directory sample pages that exist (`samples/<directory>.html`)."""
     linked = [i.directory for i in infos if i.directory in pages]
@@ -140,7 +158,11 @@ def samples_section(infos: list[DatasetInfo], pages: set[str]) -> str:
 
 
 def card_text(
-    infos: list[DatasetInfo], repo_id: str, sample_pages: set[str] | None = None, lerobot: bool = False
+    infos: list[DatasetInfo],
+    repo_id: str,
+    sample_pages: set[str] | None = None,
+    lerobot: bool = False,
+    overlap: dict[str, Any] | None = None,
 ) -> str:
     main = [_row(i, val=False) for i in infos]
     val = [_row(i, val=True) for i in infos if i.val_shards]
@@ -171,6 +193,7 @@ def card_text(
         splits_table=_table(main, ["directory", "source", "platform", "episodes", "steps", "shards", "size"]),
         holdout_section=holdout,
         subsplits_section=subsplits_section(infos),
+        screen_overlap_section=screen_overlap_section(overlap),
         mobile_section=mobile_section(infos),
         source_notes=notes,
         samples_section=samples_section(infos, sample_pages or set()),
@@ -211,6 +234,7 @@ def write_card(
     """The card and its licence file; `sample_pages` are the directories with a sample page;
     `lerobot`: the build's LeRobot export is on (the card says how to load it)."""
     infos = built_directories(out)
-    atomic_write_text(out / "README.md", card_text(infos, repo_id, sample_pages, lerobot))
+    overlap = screen_overlap.read_summary(out)
+    atomic_write_text(out / "README.md", card_text(infos, repo_id, sample_pages, lerobot, overlap))
     atomic_write_text(out / LICENSE_FILE, licence_text(infos))
     return {"path": str(out / "README.md"), "directories": [i.directory for i in infos]}

@@ -79,8 +79,9 @@ def repo_level_deps(sources: list[str]) -> dict[str, list[str]]:
     infos = [f"{s}_dataset_info" for s in sources]
     return {
         "preview": infos,
-        "dataset_card": sorted(["preview", *infos]),
-        "hub_card": ["dataset_card", "preview"],
+        "screen_overlap": infos,
+        "dataset_card": sorted(["preview", "screen_overlap", *infos]),
+        "hub_card": ["dataset_card", "preview", "screen_overlap"],
         "cua_lite_export": sorted([*infos, *(f"{s}_episodes" for s in sources)]),
         "lerobot_export": sorted([*infos, *(f"{s}_episodes" for s in sources)]),
         "hub_lerobot": ["lerobot_export"],

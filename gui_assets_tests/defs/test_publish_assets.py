@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dagster as dg
+import pyarrow.parquet as pq
 import pytest
 import yaml
 
@@ -65,3 +66,11 @@ def test_the_demo_publishes_everything_to_the_local_hub_folder(tmp_path, demo_mi
             str(len(info.shards)),
         ]
     assert (tmp_path / "cua_lite" / "cua-lite" / "GuiAgent").is_dir()
+    # The screen-overlap audit: the demo's test_task opens on a training page, so the parquet
+    # lists it, the picture shows it, and the card's table has its row.
+    rows = pq.read_table(hub / "screen_overlap.parquet").to_pylist()
+    assert ("mind2web_test_task", "mind2web_train") in {
+        (r["eval_directory"], r["train_directory"]) for r in rows
+    }
+    assert (hub / "screen_overlap.png").read_bytes().startswith(b"\x89PNG")
+    assert "| `mind2web_test_task/` | 7 | 1 (14.3%) | 14.3% |" in card

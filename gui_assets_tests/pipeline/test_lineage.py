@@ -25,7 +25,15 @@ from gui_assets.sources.registry import SOURCES
 
 PACKAGE = PACKAGE_DIR
 SOURCE_STAGES = ("raw", "episodes", "splits", "shards", "dataset_info", "upload")
-REPO_STAGES = ("preview", "dataset_card", "hub_card", "cua_lite_export", "lerobot_export", "hub_lerobot")
+REPO_STAGES = (
+    "preview",
+    "screen_overlap",
+    "dataset_card",
+    "hub_card",
+    "cua_lite_export",
+    "lerobot_export",
+    "hub_lerobot",
+)
 
 # Imports `roots` from the copy (a package module whose __path__ is the copy, so the installed
 # package is never read), then prints every gui_assets module that got loaded.

@@ -153,3 +153,22 @@ def test_an_unchanged_rebuild_links_every_unit_back_and_counts_the_same(tmp_path
     assert _shards(out) == before and again.stats == first.stats and again.shards == first.shards
     reuse = json.loads((out / "_work/mind2web_train/shards.json").read_text())["reuse"]
     assert reuse == {"units_written": 0, "units_linked": len(before), "bytes_written": 0}
+
+
+def test_linked_units_keep_their_fingerprints_and_a_unit_without_them_is_written(tmp_path, mirrors, counted):
+    """Every published step has its frame's fingerprint (pipeline.fingerprints): a unit linked
+    back keeps its shards', and a unit whose fingerprints are gone is written again, not
+    published without them."""
+    out = tmp_path / "incremental"
+    build_directory(MIND2WEB, "train", out, RawSettings("mirror", mirrors["base"]), CONFIG)
+    table = out / "_work/mind2web_train/fingerprints.parquet"
+    first = pq.read_table(table)
+    assert first.num_rows == 48 and first.column("fingerprint").null_count == 0
+    build_directory(MIND2WEB, "train", out, RawSettings("mirror", mirrors["base"]), CONFIG)
+    assert counted["units"] == len(_shards(out)) and pq.read_table(table).equals(first)
+    counted["units"] = 0
+    lost = sorted((out / "_work/mind2web_train/fingerprints").glob("*.parquet"))[0]
+    lost.unlink()
+    build_directory(MIND2WEB, "train", out, RawSettings("mirror", mirrors["base"]), CONFIG)
+    assert counted["units"] == len(_shards(out)) - 1  # the unit of the lost file was written
+    assert lost.is_file() and pq.read_table(table).equals(first)

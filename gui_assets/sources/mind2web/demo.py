@@ -66,6 +66,9 @@ class DemoAction:
     operation: str = "ok"  # ok | malformed
     file: int = 0  # which parquet file of the split holds the row
     duplicate: bool = False
+    # (task, action) of the train split whose page this screen shows, its own target drawn on
+    # it: a test_task website seen in training, as Mind2Web's card says (the screen-overlap audit)
+    page_of: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -186,7 +189,9 @@ def _tasks(split: str) -> list[DemoTask]:
             domain,
             sub,
             [
-                DemoAction("CLICK", _btn("Tickets", 380, 220)),
+                DemoAction(
+                    "CLICK", _btn("Tickets", 380, 220), page_of=(0, 0) if split == "test_task" else None
+                ),
                 DemoAction("TYPE", _inp("Date", 300, 1500), "next Friday", page=(1280, 2000)),
                 DemoAction("CLICK", _btn("Search", 700, 1560), page=(1280, 2000)),
             ],
@@ -224,6 +229,10 @@ def _candidate(a: DemoAction, uid: str) -> list[str]:
     return [json.dumps({"tag": "button" if w.kind == "button" else w.kind, "attributes": json.dumps(attrs)})]
 
 
+def _page_seed(split: str, task: int, action: int) -> int:
+    return int(_uid(split, str(task), str(action))[:8], 16)
+
+
 def _screenshot(a: DemoAction, seed: int, site: str) -> dict[str, Any] | None:
     if a.screenshot == "null":
         return None
@@ -232,6 +241,14 @@ def _screenshot(a: DemoAction, seed: int, site: str) -> dict[str, Any] | None:
     widgets = [a.widget] if a.widget else []
     im = render_page(seed, a.page[0], a.page[1], widgets, site)
     return {"bytes": encode(im, a.screenshot), "path": None}
+
+
+def _page(split: str, task: int, action: int, a: DemoAction, website: str) -> dict[str, Any] | None:
+    """The action's screenshot: its own page, or the train page it repeats (`page_of`)."""
+    if a.page_of is None:
+        return _screenshot(a, _page_seed(split, task, action), website)
+    shown = _tasks("train")[a.page_of[0]]
+    return _screenshot(a, _page_seed("train", *a.page_of), shown.website)
 
 
 def _rows(split: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -259,7 +276,7 @@ def _rows(split: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
                 "subdomain": t.subdomain,
                 "annotation_id": annotation_id,
                 "confirmed_task": t.task,
-                "screenshot": _screenshot(a, int(_uid(split, str(ti), str(i))[:8], 16), t.website),
+                "screenshot": _page(split, ti, i, a, t.website),
                 "action_reprs": reprs,
                 "target_action_index": str(i - 1 if a.duplicate else i),
                 "target_action_reprs": reprs[i],
