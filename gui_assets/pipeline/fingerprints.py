@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 from gui_assets.core.atomic import atomic_path
 from gui_assets.core.fingerprint import FINGERPRINT_BYTES
 from gui_assets.core.layout import OutLayout, ShardEntry
+from gui_assets.pipeline.shard_records import ShardFiles
 
 FINGERPRINTS_DIR = "fingerprints"
 FINGERPRINTS_FILE = "fingerprints.parquet"
@@ -47,12 +48,9 @@ def piece_file(shard: Path) -> Path:
     return shard.with_name(shard.stem + ".fingerprints.parquet")
 
 
-def cache_dir(layout: OutLayout, directory: str) -> Path:
-    return layout.work(directory) / FINGERPRINTS_DIR
-
-
-def cached(layout: OutLayout, directory: str, sha256: str) -> Path:
-    return cache_dir(layout, directory) / f"{sha256}.parquet"
+def kept(layout: OutLayout, directory: str) -> ShardFiles:
+    """The fingerprints of the directory's shards, by shard sha256."""
+    return ShardFiles(layout.work(directory) / FINGERPRINTS_DIR)
 
 
 def directory_table(layout: OutLayout, directory: str) -> Path:
@@ -81,26 +79,15 @@ class FingerprintFile:
         self._writer.close()
 
 
-def adopt(layout: OutLayout, directory: str, sha256: str, written: Path) -> None:
-    """Keep a piece's fingerprints under its shard's content hash (publish)."""
-    cache_dir(layout, directory).mkdir(parents=True, exist_ok=True)
-    written.replace(cached(layout, directory, sha256))
-
-
-def have_all(layout: OutLayout, directory: str, sha256s: list[str]) -> bool:
-    """Are the fingerprints of every one of these shards kept? (a unit linked back needs them)"""
-    return all(cached(layout, directory, sha).is_file() for sha in sha256s)
-
-
 def write_directory_table(
     layout: OutLayout, directory: str, shards: list[ShardEntry], holdout: list[ShardEntry]
 ) -> int:
     """The directory's fingerprints, one row per step of each published shard in series order;
     refuses (MissingFingerprints) a shard whose fingerprints are missing or do not cover it, and
     forgets those of shards no longer published. Returns the rows written."""
-    tables = []
+    tables, store = [], kept(layout, directory)
     for entry, val in [*((e, False) for e in shards), *((e, True) for e in holdout)]:
-        path = cached(layout, directory, entry.sha256)
+        path = store.path(entry.sha256)
         try:
             table = pq.read_table(path, schema=PIECE_SCHEMA)
         except (OSError, pa.ArrowException) as e:
@@ -121,10 +108,7 @@ def write_directory_table(
     table = pa.concat_tables(tables).cast(DIRECTORY_SCHEMA) if tables else DIRECTORY_SCHEMA.empty_table()
     with atomic_path(directory_table(layout, directory)) as tmp:
         pq.write_table(table, tmp)
-    keep = {e.sha256 for e in [*shards, *holdout]}
-    for p in cache_dir(layout, directory).glob("*.parquet"):
-        if p.stem not in keep:
-            p.unlink(missing_ok=True)
+    store.keep_only({e.sha256 for e in [*shards, *holdout]})
     return table.num_rows
 
 

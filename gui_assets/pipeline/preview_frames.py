@@ -31,6 +31,7 @@ import pyarrow.parquet as pq
 from PIL import Image
 
 from gui_assets.core.atomic import atomic_path, atomic_write_text
+from gui_assets.pipeline.shard_records import ShardFiles
 
 FRAME_WIDTH = 640
 JPEG_QUALITY = 85
@@ -130,14 +131,8 @@ class PictureFile:
 _READ_ROWS = 32  # cached pictures read (and written as a row group) at a time
 
 
-class PictureCache:
+class PictureCache(ShardFiles):
     """The pictures of one directory's shards, by shard sha256, demo and step."""
-
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-
-    def path(self, sha256: str) -> Path:
-        return self.folder / f"{sha256}.parquet"
 
     def keys(self, sha256: str) -> set[tuple[str, int]]:
         """The (demo, step) keys the cache holds for this shard (an unreadable file: none)."""
@@ -192,19 +187,6 @@ class PictureCache:
         )
         with atomic_path(path) as tmp:
             pq.write_table(table, tmp, row_group_size=_READ_ROWS)
-
-    def put_file(self, sha256: str, written: Path) -> None:
-        """Adopt a picture file the writer made for the shard with this sha256."""
-        self.folder.mkdir(parents=True, exist_ok=True)
-        written.replace(self.path(sha256))
-
-    def keep_only(self, sha256s: set[str]) -> None:
-        """Remove the pictures of shards the directory no longer has."""
-        if not self.folder.is_dir():
-            return
-        for p in self.folder.glob("*.parquet"):
-            if p.stem not in sha256s:
-                p.unlink(missing_ok=True)
 
     # The ranks of a directory's steps, kept so an unchanged directory is not scanned again.
 

@@ -5,16 +5,48 @@ UnitResult      _work/<dir>/units/<unit>/unit.json: one unit's pieces and statis
 Piece           one shard a unit wrote, before publish numbers it
 ShardManifest   _work/<dir>/shards.json: the published shard series and what the writer
                 counted writing them (the statistics dataset_info.json reports)
+ShardFiles      a folder of files kept beside a directory's shards by each shard's sha256 (the
+                preview's pictures, the screen fingerprints)
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from gui_assets.core.layout import OutLayout, ShardEntry
 from gui_assets.core.stats import BuildStats
+
+
+class ShardFiles:
+    """`<folder>/<shard sha256>.parquet`: what the writer made beside each shard, kept by the
+    shard's content, so a unit linked back from the last build keeps its files and a rebuilt
+    shard never meets stale ones."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def path(self, sha256: str) -> Path:
+        return self.folder / f"{sha256}.parquet"
+
+    def put_file(self, sha256: str, written: Path) -> None:
+        """Adopt the file the writer made beside the shard with this sha256."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        written.replace(self.path(sha256))
+
+    def has_all(self, sha256s: Iterable[str]) -> bool:
+        return all(self.path(sha).is_file() for sha in sha256s)
+
+    def keep_only(self, sha256s: set[str]) -> None:
+        """Remove the files of shards the directory no longer has."""
+        if not self.folder.is_dir():
+            return
+        for p in self.folder.glob("*.parquet"):
+            if p.stem not in sha256s:
+                p.unlink(missing_ok=True)
 
 
 class PublishError(Exception):

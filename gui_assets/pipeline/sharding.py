@@ -350,7 +350,7 @@ def publish_shards(layout: OutLayout, directory: str) -> ShardManifest:
         if drawn.is_file():  # the preview's pictures of this shard, kept by its content
             pictures.put_file(entry.sha256, drawn)
         if fingerprints.piece_file(src).is_file():  # a linked-back unit's are kept already
-            fingerprints.adopt(layout, directory, entry.sha256, fingerprints.piece_file(src))
+            fingerprints.kept(layout, directory).put_file(entry.sha256, fingerprints.piece_file(src))
         if src.is_file():
             move_into_place(src, dst)  # the directory may sit on another file system
     _prune(out_dir, directory, {e.file for es in entries.values() for e in es})

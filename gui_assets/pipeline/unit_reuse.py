@@ -115,7 +115,7 @@ def take_published(
     pairs = [(published.get(p.sha256 or ""), p) for p in pieces]
     if not pieces or any(src is None or src.stat().st_size != p.bytes for src, p in pairs):
         return None
-    if not fingerprints.have_all(layout, directory, [p.sha256 or "" for p in pieces]):
+    if not fingerprints.kept(layout, directory).has_all(p.sha256 or "" for p in pieces):
         return None
     return link_back(key, planned, staging, recorded, pairs)  # type: ignore[arg-type]
 
