@@ -10,6 +10,9 @@ measured size and PSNR.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +39,26 @@ def video_info(frame_hw: tuple[int, int]) -> dict[str, Any]:
         "video.channels": 3,
         "has_audio": False,
     }
+
+
+@contextmanager
+def _caller_scheduling_kept() -> Iterator[None]:
+    """Puts the calling thread's scheduling policy back after a call into the encoder.
+
+    Run as root, SVT-AV1 switches the thread that opens it (at the first frame) to SCHED_FIFO at
+    priority 99 and leaves it there. Every process that thread starts afterwards (a Dagster step,
+    a browser, a CPU-bound test helper) would inherit a real-time class that never yields to the
+    rest of the machine. Its own encoder threads stay real-time while it encodes: upstream's
+    choice, bounded by the export."""
+    if not hasattr(os, "sched_getscheduler"):  # Linux only; elsewhere nothing to keep
+        yield
+        return
+    policy, param = os.sched_getscheduler(0), os.sched_getparam(0)
+    try:
+        yield
+    finally:
+        if os.sched_getscheduler(0) != policy or os.sched_getparam(0) != param:
+            os.sched_setscheduler(0, policy, param)
 
 
 class VideoError(ValueError):
@@ -88,7 +111,9 @@ class VideoFiles:
     def add(self, frame: np.ndarray) -> None:
         picture = self._av.VideoFrame.from_ndarray(np.ascontiguousarray(frame), format="rgb24")
         picture.pts = self.frames
-        for packet in self._stream.encode(picture):
+        with _caller_scheduling_kept():
+            packets = self._stream.encode(picture)
+        for packet in packets:
             self._bytes += packet.size
             self._container.mux(packet)
         self.frames += 1
@@ -96,7 +121,9 @@ class VideoFiles:
     def _close_file(self) -> None:
         if self._container is None or self._path is None:
             return
-        for packet in self._stream.encode():
+        with _caller_scheduling_kept():
+            packets = self._stream.encode()
+        for packet in packets:
             self._container.mux(packet)
         self._container.close()
         self._container = self._stream = None

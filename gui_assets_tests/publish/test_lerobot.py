@@ -9,6 +9,8 @@ import json
 import os
 import shutil
 import subprocess
+import sys
+import threading
 from pathlib import Path
 
 import h5py
@@ -280,3 +282,33 @@ def test_the_video_option_streams_agentview_frames_at_their_timestamps(every_dem
                 assert start * meta.FPS == row["dataset_from_index"]
             psnrs += [_psnr(a, b) for a, b in zip(decoded, frames, strict=True)]
     assert min(psnrs) > 30, min(psnrs)  # lossy, but the page is legible
+
+
+def test_the_video_encoder_leaves_the_callers_scheduling_as_it_was(tmp_path):
+    """SVT-AV1 run as root (CI is) moves the thread that opens it to SCHED_FIFO 99. Encoding runs
+    in a thread of its own here, so a regression cannot leave the test worker real-time."""
+    pytest.importorskip("av")
+    from gui_assets.publish.lerobot_video import VideoFiles
+
+    seen: dict[str, object] = {}
+
+    def encode() -> None:
+        seen["before"] = os.sched_getscheduler(0)
+        video = VideoFiles(tmp_path, meta.AGENTVIEW, (64, 96))
+        video.at_episode_start()
+        for i in range(4):
+            video.add(np.full((64, 96, 3), 40 * i, np.uint8))
+        seen["during"] = os.sched_getscheduler(0)
+        seen["files"] = video.close()
+        seen["after"] = os.sched_getscheduler(0)
+        child = subprocess.run(
+            [sys.executable, "-c", "import os; print(os.sched_getscheduler(0))"],
+            capture_output=True, text=True, check=True,
+        )
+        seen["child"] = int(child.stdout)
+
+    thread = threading.Thread(target=encode)
+    thread.start()
+    thread.join(120)
+    assert len(seen["files"]) == 1  # type: ignore[arg-type]
+    assert seen["before"] == seen["during"] == seen["after"] == seen["child"] == os.SCHED_OTHER, seen
