@@ -10,7 +10,7 @@ import socket
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -261,6 +261,21 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     tests out one at a time (`--maxschedchunk 1` in pyproject): its default sends each worker a
     run of consecutive tests up front, which put every slow test on the first worker."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+WORKER_SCHEDULING = (os.sched_getscheduler(0), os.sched_getparam(0))
+
+
+@pytest.fixture(autouse=True)
+def worker_scheduling_unchanged() -> Iterator[None]:
+    """A test that leaves its worker in another scheduling class fails, and the class is put back.
+    Everything a worker starts later inherits it: a real-time worker once starved CI's two cores
+    until the run was killed (SVT-AV1, run as root, had switched it to SCHED_FIFO 99)."""
+    yield
+    now = (os.sched_getscheduler(0), os.sched_getparam(0))
+    if now != WORKER_SCHEDULING:
+        os.sched_setscheduler(0, WORKER_SCHEDULING[0], WORKER_SCHEDULING[1])
+        pytest.fail(f"the test left its worker's scheduling at {now}, not {WORKER_SCHEDULING}")
 
 
 FUZZ_CASES: Counter[str] = Counter()

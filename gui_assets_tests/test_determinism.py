@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -30,12 +31,14 @@ CHAIN = ["mind2web", "mind2web_episodes", "mind2web_splits", "mind2web_shards", 
 RUNS = [("in_process", 1), ("in_process", 2), ("in_process", 4), ("multiprocess", 4), ("in_process", 4)]
 # Shards of about 4 MB: several units, written apart and numbered at publish.
 SMALL_SHARDS = json.dumps({"resources": {"build": {"config": {"shard_cap_mb": 4}}}})
-CPU_HOG = "while True: pass"
+# Both hogs stop when their parent, the test worker, is gone (a worker killed mid-test never
+# runs the fixture's teardown).
+CPU_HOG = "import os, sys\nwhile os.getppid() == int(sys.argv[1]):\n    sum(range(10_000))\n"
 # Holds about 3 GB and keeps touching it, so the page cache and the allocator are under pressure.
 MEMORY_HOG = (
-    "import numpy as np, time\n"
+    "import numpy as np, os, sys, time\n"
     "blocks = [np.ones(256 << 20, np.uint8) for _ in range(12)]\n"
-    "while True:\n"
+    "while os.getppid() == int(sys.argv[1]):\n"
     "    for b in blocks: b[::4096] += 1\n"
     "    time.sleep(0.05)\n"
 )
@@ -43,7 +46,8 @@ MEMORY_HOG = (
 
 @pytest.fixture
 def hogs() -> Iterator[None]:
-    procs = [subprocess.Popen([sys.executable, "-c", code]) for code in (CPU_HOG, MEMORY_HOG)]
+    worker = str(os.getpid())
+    procs = [subprocess.Popen([sys.executable, "-c", code, worker]) for code in (CPU_HOG, MEMORY_HOG)]
     try:
         yield
     finally:
