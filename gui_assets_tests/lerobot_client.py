@@ -6,21 +6,26 @@ DataLoader, and compare what comes back with the shards, read here with h5py.
 
 REQUEST: {"seed": int, "items": int, "datasets": [{"name", "root", "demos": [[shard, demo], ...]}]}
 with demos in episode order. Image features must equal the shards; a video feature (decoded by
-lerobot through torchcodec) is reported by its lowest PSNR. Imports nothing of gui_assets:
-lerobot is the judge here.
+lerobot through torchcodec) is reported by its lowest PSNR. Each dataset's report also carries
+what `lerobot-doctor check <root> --json` prints, run through the doctor's own command-line entry
+in this process (one torch import for every dataset instead of one per dataset). Imports nothing
+of gui_assets: lerobot and its doctor are the judges here.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import random
 import sys
+from contextlib import redirect_stdout
 from typing import Any
 
 import h5py
 import numpy as np
 import torch
 from lerobot.datasets.lerobot_dataset import LeRobotDataset
+from lerobot_doctor.cli import main as doctor_main
 
 IMAGES = (
     ("observation.images.agentview", "agentview_rgb"),
@@ -98,10 +103,28 @@ def check(spec: dict[str, Any], items: int, seed: int) -> dict[str, Any]:
     return report
 
 
+def doctor(root: str) -> dict[str, Any]:
+    """`lerobot-doctor check <root> --json`: its JSON, with the status it exits with."""
+    printed = io.StringIO()
+    with redirect_stdout(printed):
+        try:
+            doctor_main(["check", root, "--json"])
+            status = 0
+        except SystemExit as e:  # the doctor exits 1 on a FAIL or a dataset it cannot load
+            status = e.code if isinstance(e.code, int) else 1
+    try:
+        report = json.loads(printed.getvalue())
+    except ValueError:
+        report = {"unreadable_output": printed.getvalue()[-2000:]}
+    return {**report, "exit_status": status}
+
+
 def main(path: str) -> None:
     with open(path, encoding="utf-8") as fh:
         request = json.load(fh)
     reports = {d["name"]: check(d, request["items"], request["seed"]) for d in request["datasets"]}
+    for d in request["datasets"]:
+        reports[d["name"]]["doctor"] = doctor(d["root"])
     print(json.dumps(reports))
 
 
