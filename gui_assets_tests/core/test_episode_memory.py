@@ -35,7 +35,7 @@ from gui_assets.pipeline.split import assign_splits
 from gui_assets.sources.assembly import AdapterRun
 from gui_assets.sources.mind2web.demo import SCHEMA
 from gui_assets.sources.mind2web.source import SPEC as MIND2WEB
-from gui_assets_tests.conftest import REPO, candidate
+from gui_assets_tests.conftest import REPO, built_once, candidate
 
 EPISODE_LEN = 20
 ROWS_PER_FILE = 400
@@ -123,17 +123,27 @@ def _stage_peaks(layout: OutLayout, steps: int) -> dict[str, int]:
     return peaks
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> dict[int, dict[str, int]]:
-    """Per partition size: each stage's traced peak (episodes, splits, reading the IR back).
+@pytest.fixture(scope="session")
+def built(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> dict[int, dict[str, int]]:
+    """Per partition size: each stage's traced peak (episodes, splits, reading the IR back),
+    measured once per session by whichever worker gets here first (the figures are shared).
 
     Both partitions are built once before either is measured: process-wide tables that only
     ever grow (the interned strings' dict, say) reach their size then, not inside a measurement.
     """
-    shots = [_png(s) for s in range(16)]
-    sizes = (SMALL, 4 * SMALL)
-    layouts = {n: _prepare(tmp_path_factory.mktemp(f"steps{n}"), n, shots) for n in sizes}
-    return {n: _stage_peaks(layouts[n], n) for n in sizes}
+
+    def measure(folder: Path) -> None:
+        shots = [_png(s) for s in range(16)]
+        sizes = (SMALL, 4 * SMALL)
+        for n in sizes:
+            (folder / f"steps{n}").mkdir()
+        layouts = {n: _prepare(folder / f"steps{n}", n, shots) for n in sizes}
+        peaks = {n: _stage_peaks(layouts[n], n) for n in sizes}
+        (folder / "peaks.json").write_text(json.dumps(peaks), encoding="utf-8")
+
+    folder = built_once(tmp_path_factory, worker_id, "episode-memory-peaks", measure)
+    peaks = json.loads((folder / "peaks.json").read_text(encoding="utf-8"))
+    return {int(n): stages for n, stages in peaks.items()}
 
 
 @pytest.mark.parametrize("stage", ["episodes", "splits", "read_back"])

@@ -58,9 +58,14 @@ def build_all(out: Path, mirror: Path, config: BuildConfig) -> Build:
 
 
 @pytest.fixture(scope="session")
-def native_build(tmp_path_factory: pytest.TempPathFactory, demo_mirror: Path) -> Build:
-    """All 12 demo partitions at the default config: agentview frames at native resolution."""
-    return build_all(tmp_path_factory.mktemp("libero_native"), demo_mirror, BuildConfig())
+def native_build(every_demo: Path) -> Build:
+    """Every demo partition at the default config (the session's shared build, read only):
+    agentview frames at native resolution."""
+    infos = {
+        f"{spec.name}-{key}": DatasetInfo.read(every_demo / spec.directory(key) / "dataset_info.json")
+        for spec, key in DIRECTORIES
+    }
+    return every_demo, infos
 
 
 @pytest.fixture(scope="session")

@@ -33,7 +33,6 @@ from gui_assets.core.ir import (
 )
 from gui_assets.core.layout import DatasetInfo, OutLayout, built_directories
 from gui_assets.core.splits import MAIN, VAL
-from gui_assets.pipeline.chain import RawSettings, build_directory
 from gui_assets.publish import cua_lite
 from gui_assets.publish.cua_lite_actions import STEP_DROPS
 from gui_assets.publish.cua_lite_keys import KEY_DROPS
@@ -364,12 +363,11 @@ def export_rows(root: Path) -> dict[str, list[dict[str, Any]]]:
 
 
 @pytest.fixture(scope="module")
-def every_demo(demo_mirror: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
-    """All 12 partitions of the six sources built from the demo mirror, and their export."""
-    out = tmp_path_factory.mktemp("cua_lite_contract")
-    for spec in SOURCES:
-        for key in spec.partition_keys:
-            build_directory(spec, key, out, RawSettings(mode="mirror", mirror=demo_mirror))
+def every_demo(every_demo: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """Every partition of every source built from the demo mirror (a copy of the session's
+    shared build), and their export."""
+    out = tmp_path_factory.mktemp("cua_lite_contract") / "out"
+    shutil.copytree(every_demo, out, symlinks=True)
     return out, cua_lite.write_export(out)
 
 
