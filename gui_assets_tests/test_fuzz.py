@@ -30,6 +30,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 
 from gui_assets.sources.registry import SOURCES
 from gui_assets.sources.spec import SourceSpec
+from gui_assets_tests.conftest import built_once
 from gui_assets_tests.fuzz_cases import (
     BUILT_WHOLE,
     DROPPED_AND_COUNTED,
@@ -70,12 +71,23 @@ REGRESSIONS: list[Any] = [
 ]
 
 
-@pytest.fixture(scope="module")
-def baselines(demo_mirror: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
-    return build_baselines(demo_mirror, tmp_path_factory.mktemp("fuzz-baseline"))
+# Session-scoped: xdist interleaves this module's tests with other modules' on each worker, and a
+# module-scoped fixture is set up again every time its module comes back.
+@pytest.fixture(scope="session")
+def baselines(
+    demo_mirror: Path, tmp_path_factory: pytest.TempPathFactory, worker_id: str
+) -> dict[str, dict[str, Any]]:
+    """Every target's undamaged build stats, built once per session for every worker."""
+
+    def build(folder: Path) -> None:
+        stats = build_baselines(demo_mirror, folder / "out")
+        (folder / "baselines.json").write_text(json.dumps(stats), encoding="utf-8")
+
+    folder = built_once(tmp_path_factory, worker_id, "fuzz-baselines", build)
+    return json.loads((folder / "baselines.json").read_text(encoding="utf-8"))
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def fuzz_worker(
     demo_mirror: Path, baselines: dict[str, dict[str, Any]], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Worker]:
