@@ -263,7 +263,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
-WORKER_SCHEDULING = (os.sched_getscheduler(0), os.sched_getparam(0))
+def _scheduling() -> tuple[int, os.sched_param] | None:
+    """This thread's scheduling policy and parameters (None where the OS does not say: macOS)."""
+    if not hasattr(os, "sched_getscheduler"):
+        return None
+    return os.sched_getscheduler(0), os.sched_getparam(0)
+
+
+WORKER_SCHEDULING = _scheduling()
 
 
 @pytest.fixture(autouse=True)
@@ -272,9 +279,9 @@ def worker_scheduling_unchanged() -> Iterator[None]:
     Everything a worker starts later inherits it: a real-time worker once starved CI's two cores
     until the run was killed (SVT-AV1, run as root, had switched it to SCHED_FIFO 99)."""
     yield
-    now = (os.sched_getscheduler(0), os.sched_getparam(0))
-    if now != WORKER_SCHEDULING:
-        os.sched_setscheduler(0, WORKER_SCHEDULING[0], WORKER_SCHEDULING[1])
+    now = _scheduling()
+    if now != WORKER_SCHEDULING and WORKER_SCHEDULING is not None:
+        os.sched_setscheduler(0, *WORKER_SCHEDULING)
         pytest.fail(f"the test left its worker's scheduling at {now}, not {WORKER_SCHEDULING}")
 
 
