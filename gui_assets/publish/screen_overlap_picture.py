@@ -16,6 +16,7 @@ from pathlib import Path
 
 import h5py
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 from PIL import Image, ImageDraw, ImageFont
 
@@ -53,9 +54,12 @@ def choose(pairs: list[tuple[Where, Where, int]], count: int = PAIRS) -> list[tu
     return chosen
 
 
-def _frame(layout: OutLayout, where: Where) -> np.ndarray:
-    table = pq.read_table(fingerprints.directory_table(layout, where.directory), columns=["shard", "demo"])
-    row = table.slice(where.row, 1).to_pylist()[0]
+def _frame(layout: OutLayout, where: Where, tables: dict[str, pa.Table]) -> np.ndarray:
+    """The frame, found through its directory's fingerprints table (read once per drawing)."""
+    if where.directory not in tables:
+        path = fingerprints.directory_table(layout, where.directory)
+        tables[where.directory] = pq.read_table(path, columns=["shard", "demo"])
+    row = tables[where.directory].slice(where.row, 1).to_pylist()[0]
     with h5py.File(layout.directory(where.directory) / row["shard"], "r") as f:
         dset = f["data"][row["demo"]]["obs"]["agentview_rgb"]
         return inflate(read_chunk(dset, where.step), dset.shape[1:])
@@ -73,9 +77,10 @@ def draw(out: Path, pairs: list[tuple[Where, Where, int]]) -> bytes | None:
     path = out / PICTURE_FILE
     layout = OutLayout(out)
     rows = []
+    tables: dict[str, pa.Table] = {}
     for e, t, d in pairs:
         try:
-            left, right = _panel(_frame(layout, e)), _panel(_frame(layout, t))
+            left, right = _panel(_frame(layout, e, tables)), _panel(_frame(layout, t, tables))
         except (OSError, KeyError, ValueError, IndexError, zlib.error):  # a shard gone since: not drawn
             continue
         h = max(left.height, right.height) + CAPTION
