@@ -345,12 +345,13 @@ def publish_shards(layout: OutLayout, directory: str) -> ShardManifest:
             moves.append((entry, unit_dir(layout, directory, r.unit) / piece.file, out_dir / entry.file))
     _check_moved(directory, [m for m in moves if not m[1].is_file()])
     pictures = PictureCache(frames_dir(layout.work(directory)))
+    prints = fingerprints.kept(layout, directory)
     for entry, src, dst in moves:
-        drawn = picture_file(src)
+        drawn, printed = picture_file(src), fingerprints.piece_file(src)
         if drawn.is_file():  # the preview's pictures of this shard, kept by its content
             pictures.put_file(entry.sha256, drawn)
-        if fingerprints.piece_file(src).is_file():  # a linked-back unit's are kept already
-            fingerprints.kept(layout, directory).put_file(entry.sha256, fingerprints.piece_file(src))
+        if printed.is_file():  # a linked-back unit's are kept already
+            prints.put_file(entry.sha256, printed)
         if src.is_file():
             move_into_place(src, dst)  # the directory may sit on another file system
     _prune(out_dir, directory, {e.file for es in entries.values() for e in es})
