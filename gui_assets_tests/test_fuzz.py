@@ -74,27 +74,23 @@ REGRESSIONS: list[Any] = [
 # Session-scoped: xdist interleaves this module's tests with other modules' on each worker, and a
 # module-scoped fixture is set up again every time its module comes back.
 @pytest.fixture(scope="session")
-def baselines(
-    demo_mirror: Path, tmp_path_factory: pytest.TempPathFactory, worker_id: str
-) -> dict[str, dict[str, Any]]:
-    """Every target's undamaged build stats, built once per session for every worker."""
+def baselines(demo_mirror: Path, tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
+    """A JSON file of every target's undamaged build stats, built once per session for every
+    worker."""
 
     def build(folder: Path) -> None:
         stats = build_baselines(demo_mirror, folder / "out")
         (folder / "baselines.json").write_text(json.dumps(stats), encoding="utf-8")
 
-    folder = built_once(tmp_path_factory, worker_id, "fuzz-baselines", build)
-    return json.loads((folder / "baselines.json").read_text(encoding="utf-8"))
+    return built_once(tmp_path_factory, worker_id, "fuzz-baselines", build) / "baselines.json"
 
 
 @pytest.fixture(scope="session")
 def fuzz_worker(
-    demo_mirror: Path, baselines: dict[str, dict[str, Any]], tmp_path_factory: pytest.TempPathFactory
+    demo_mirror: Path, baselines: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Worker]:
     """One worker process running cases under MEMORY_MB, restarted after a fault."""
-    root = tmp_path_factory.mktemp("fuzz-worker")
-    (root / "baselines.json").write_text(json.dumps(baselines), encoding="utf-8")
-    with Worker(demo_mirror, root / "baselines.json", root, MEMORY_MB) as worker:
+    with Worker(demo_mirror, baselines, tmp_path_factory.mktemp("fuzz-worker"), MEMORY_MB) as worker:
         yield worker
 
 
