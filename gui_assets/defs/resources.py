@@ -39,7 +39,8 @@ def _judged(variable: settings.Variable) -> str | None:
 class GuiAssetsPaths(dg.ConfigurableResource):
     """GUI_ASSETS_OUT, GUI_ASSETS_MIRROR and GUI_ASSETS_SOURCE.
 
-    With no mirror set, the bundled demo mirror is generated under <out>/_work/demo_mirror.
+    With no mirror set, the bundled demo mirror is generated under <out>/_work/demo_mirror, each
+    source's part when a build of that source first reads it.
     """
 
     out: str | None = None
@@ -58,11 +59,12 @@ class GuiAssetsPaths(dg.ConfigurableResource):
             return mode
         return _judged(settings.SOURCE) or "mirror"
 
-    def mirror_dir(self) -> Path:
+    def mirror_dir(self, spec: SourceSpec) -> Path:
+        """The mirror `spec` reads: GUI_ASSETS_MIRROR, else the demo mirror with its part."""
         explicit = self.mirror or settings.MIRROR.read()
         if explicit:
             return Path(explicit).resolve()
-        return ensure_demo_mirror(self.out_dir() / WORK_DIR / DEMO_MIRROR_DIR, SOURCES)
+        return ensure_demo_mirror(self.out_dir() / WORK_DIR / DEMO_MIRROR_DIR, [spec])
 
 
 class HubResource(dg.ConfigurableResource):
@@ -86,11 +88,12 @@ class HubResource(dg.ConfigurableResource):
             return LocalHubTarget(out_dir / "hub", hash_cache=out_dir / WORK_DIR / "hub_hash_cache.json")
         return HfHubTarget(repo, settings.HF_TOKEN.read(), self.endpoint or settings.HF_ENDPOINT.read())
 
-    def raw_settings(self, paths: GuiAssetsPaths) -> RawSettings:
+    def raw_settings(self, paths: GuiAssetsPaths, spec: SourceSpec) -> RawSettings:
+        """How `spec`'s raw files are reached in this run."""
         mode = paths.source_mode()
         return RawSettings(
             mode=mode,
-            mirror=paths.mirror_dir() if mode == "mirror" else Path(),
+            mirror=paths.mirror_dir(spec) if mode == "mirror" else Path(),
             token=settings.HF_TOKEN.read(),
             endpoint=self.endpoint or settings.HF_ENDPOINT.read(),
             cache_dir=Path(self.cache_dir) if self.cache_dir else None,

@@ -54,7 +54,7 @@ def raw_asset(spec: SourceSpec, common: dict[str, Any]) -> dg.AssetsDefinition:
         key = context.partition_key
         out = claim_partition(context, paths.out_dir(), spec.directory(key))
         try:
-            part = raw_stage.fetch_raw(spec, key, out, hub.raw_settings(paths))
+            part = raw_stage.fetch_raw(spec, key, out, hub.raw_settings(paths, spec))
         except RawInputError as e:
             raise fail(e) from None
         files = {f.path: f.size for f in part.files}

@@ -67,7 +67,7 @@ def upstream_asset(spec: SourceSpec) -> dg.SourceAsset:
         hub: HubResource = context.resources.hub
         cache = HashCache(OutLayout(paths.out_dir()).hash_cache)
         try:
-            seen = observe(spec, keys, hub.raw_settings(paths), cache)
+            seen = observe(spec, keys, hub.raw_settings(paths, spec), cache)
         except RawInputError as e:
             raise fail(e) from None
         for key, o in seen.items():

@@ -1,25 +1,32 @@
 """The embedded default: a demo mirror generated on first use, so everything runs offline.
 
-Each source's part is written by the generator its declaration names (`SourceSpec.demo`, the
-`*_mirror.write_mirror` functions of this package for the registered sources). The mirror's
-version is derived, never kept by hand: a hash over each generator's module and every package
-module it imports (gui_assets.pipeline.lineage, normalized so comments and formatting move nothing),
-the bytes of the files a generator ships (its module's `DATA` path, when it has one), and which
-sources take part. A mirror whose stamp differs is regenerated whole, atomically.
+Each source's part, `<mirror>/<repo_id>/`, is written by the generator its declaration names
+(`SourceSpec.demo`, the `write_mirror` of its folder's `demo.py`). A part's version is derived,
+never kept by hand: a hash over the generator's module and every package module it imports
+(normalized so comments and formatting move nothing, see core.code_version), the bytes of the
+files it ships (its module's `DATA` path, when it has one), and the source's name and repo. The
+stamp at the mirror's root holds each part's version by source name (it also marks the folder
+as the generated demo mirror, whose data is never published). Only the parts a build reads are
+generated; a part whose version differs is regenerated whole and moved into place atomically.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
+import json
 import os
 import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from gui_assets.core.atomic import atomic_write_text
 from gui_assets.core.code_version import version_of
 from gui_assets.core.layout import DEMO_STAMP as _STAMP
 from gui_assets.sources.spec import SourceSpec
+
+_LOCK = ".gui_assets_demo.lock"
 
 
 def _shipped_files(module: str) -> list[str]:
@@ -37,7 +44,8 @@ def demo_sources(sources: Sequence[SourceSpec]) -> list[SourceSpec]:
 
 
 def demo_version(sources: Sequence[SourceSpec]) -> str:
-    """The version a demo mirror of `sources` carries in its stamp."""
+    """The version of the demo parts of `sources` together (the stamp holds each part's own,
+    `demo_version([spec])`)."""
     parts = demo_sources(sources)
     modules = sorted({s.demo.__module__ for s in parts if s.demo is not None})
     data = {
@@ -48,26 +56,58 @@ def demo_version(sources: Sequence[SourceSpec]) -> str:
 
 
 def ensure_demo_mirror(root: Path, sources: Sequence[SourceSpec]) -> Path:
-    """The demo mirror of `sources` at root: generated (in a temp folder, then renamed into
-    place) unless the stamp there is already this code's version."""
-    version = demo_version(sources)
+    """The demo mirror at root with the parts of `sources`: each part whose version in the stamp
+    is not this code's is generated (in a temp folder, then moved into place over the old part);
+    other parts are left as they are, so a build of one source generates only its own. A lock on
+    the folder lets concurrent steps share it: one generates a part, the others then find it."""
+    root.mkdir(parents=True, exist_ok=True)
     stamp = root / _STAMP
-    if stamp.is_file() and stamp.read_text(encoding="utf-8").strip() == version:
-        return root
-    tmp = root.with_name(f".{root.name}.tmp-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    try:
+    with (root / _LOCK).open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        versions = _stamped_versions(stamp)
         for spec in demo_sources(sources):
-            assert spec.demo is not None
-            spec.demo(tmp)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)  # a generator that fails leaves nothing behind
-        raise
-    (tmp / _STAMP).write_text(version + "\n", encoding="utf-8")
-    if root.exists():
-        old = root.with_name(f".{root.name}.old-{os.getpid()}")
-        os.replace(root, old)
-        shutil.rmtree(old, ignore_errors=True)
-    os.replace(tmp, root)
+            version = demo_version([spec])
+            if versions.get(spec.name) != version or not (root / spec.repo_id).is_dir():
+                _generate_part(root, spec)
+                versions[spec.name] = version
+                atomic_write_text(stamp, json.dumps(versions, indent=1, sort_keys=True) + "\n")
+        if not stamp.is_file():  # a mirror of no part is still the generated demo mirror
+            atomic_write_text(stamp, "{}\n")
     return root
+
+
+def _stamped_versions(stamp: Path) -> dict[str, str]:
+    """Each part's version by source name; nothing for a missing stamp or one of another shape
+    (an older layout's single version line), so every part asked for is generated anew."""
+    try:
+        found = json.loads(stamp.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {str(k): str(v) for k, v in found.items()} if isinstance(found, dict) else {}
+
+
+def _generate_part(root: Path, spec: SourceSpec) -> None:
+    """Runs `spec`'s generator into a temp folder beside the parts and moves its repo folder into
+    place; a generator that fails, or writes outside `<repo_id>/`, leaves the old part as it was."""
+    assert spec.demo is not None
+    tmp = root / f".{spec.name}.tmp-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    try:
+        spec.demo(tmp)
+        written = {str(p.relative_to(tmp)) for p in tmp.rglob("*") if p.is_file()}
+        outside = sorted(w for w in written if not Path(w).is_relative_to(spec.repo_id))
+        if outside or not written:
+            raise RuntimeError(
+                f"the demo generator of {spec.name} must write its files under {spec.repo_id}/ "
+                f"and nowhere else; it wrote {outside[:5] or 'nothing'}"
+            )
+        part = root / spec.repo_id
+        if part.exists():
+            old = tmp.with_name(f".{spec.name}.old-{os.getpid()}")
+            os.replace(part, old)
+            shutil.rmtree(old, ignore_errors=True)
+        part.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(tmp / spec.repo_id, part)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
