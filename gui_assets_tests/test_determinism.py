@@ -32,8 +32,18 @@ RUNS = [("in_process", 1), ("in_process", 2), ("in_process", 4), ("multiprocess"
 # Shards of about 4 MB: several units, written apart and numbered at publish.
 SMALL_SHARDS = json.dumps({"resources": {"build": {"config": {"shard_cap_mb": 4}}}})
 # Both hogs stop when their parent, the test worker, is gone (a worker killed mid-test never
-# runs the fixture's teardown).
-CPU_HOG = "import os, sys\nwhile os.getppid() == int(sys.argv[1]):\n    sum(range(10_000))\n"
+# runs the fixture's teardown). The CPU hog spins and rests in bursts of random length (5 to 50
+# ms each, seeded): the cores the build gets come and go at moments no run repeats, which moves
+# the writer threads' interleaving more than a steady hog would, at half a core instead of one.
+CPU_HOG = (
+    "import os, random, sys, time\n"
+    "rng = random.Random(20261205)\n"
+    "while os.getppid() == int(sys.argv[1]):\n"
+    "    end = time.perf_counter() + rng.uniform(0.005, 0.05)\n"
+    "    while time.perf_counter() < end:\n"
+    "        pass\n"
+    "    time.sleep(rng.uniform(0.005, 0.05))\n"
+)
 # Holds about 3 GB and keeps touching it, so the page cache and the allocator are under pressure.
 MEMORY_HOG = (
     "import numpy as np, os, sys, time\n"
