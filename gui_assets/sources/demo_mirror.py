@@ -12,13 +12,14 @@ generated; a part whose version differs is regenerated whole and moved into plac
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import json
 import os
 import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from gui_assets.core.atomic import atomic_write_text
@@ -26,7 +27,7 @@ from gui_assets.core.code_version import version_of
 from gui_assets.core.layout import DEMO_STAMP as _STAMP
 from gui_assets.sources.spec import SourceSpec
 
-_LOCK = ".gui_assets_demo.lock"
+_LOCK_PREFIX = ".gui_assets_demo."  # + "lock" for the stamp, + "<source>.lock" per part
 
 
 def _shipped_files(module: str) -> list[str]:
@@ -56,24 +57,37 @@ def demo_version(sources: Sequence[SourceSpec]) -> str:
 
 
 def ensure_demo_mirror(root: Path, sources: Sequence[SourceSpec]) -> Path:
-    """The demo mirror at root with the parts of `sources`: each part whose version in the stamp
-    is not this code's is generated (in a temp folder, then moved into place over the old part);
-    other parts are left as they are, so a build of one source generates only its own. A lock on
-    the folder lets concurrent steps share it: one generates a part, the others then find it."""
+    """The demo mirror at root with the parts of `sources`, in their order: each part whose
+    version in the stamp is not this code's is generated (in a temp folder, then moved into place
+    over the old part); other parts are left as they are, so a build of one source generates only
+    its own. Each part has a lock of its own: concurrent processes generate a part once, and two
+    that ask for different parts generate them side by side."""
     root.mkdir(parents=True, exist_ok=True)
     stamp = root / _STAMP
-    with (root / _LOCK).open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        versions = _stamped_versions(stamp)
-        for spec in demo_sources(sources):
-            version = demo_version([spec])
-            if versions.get(spec.name) != version or not (root / spec.repo_id).is_dir():
-                _generate_part(root, spec)
+    for spec in sources:
+        if spec.demo is None:
+            continue
+        version = demo_version([spec])
+        with _locked(root / f"{_LOCK_PREFIX}{spec.name}.lock"):
+            if _stamped_versions(stamp).get(spec.name) == version and (root / spec.repo_id).is_dir():
+                continue
+            _generate_part(root, spec)
+            with _locked(root / f"{_LOCK_PREFIX}lock"):  # the stamp is every part's
+                versions = _stamped_versions(stamp)
                 versions[spec.name] = version
                 atomic_write_text(stamp, json.dumps(versions, indent=1, sort_keys=True) + "\n")
-        if not stamp.is_file():  # a mirror of no part is still the generated demo mirror
-            atomic_write_text(stamp, "{}\n")
+    if not stamp.is_file():  # a mirror of no part is still the generated demo mirror
+        with _locked(root / f"{_LOCK_PREFIX}lock"):
+            if not stamp.is_file():
+                atomic_write_text(stamp, "{}\n")
     return root
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    with path.open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 def _stamped_versions(stamp: Path) -> dict[str, str]:

@@ -8,6 +8,7 @@ import dataclasses
 import json
 import shutil
 import sys
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -90,6 +91,29 @@ def test_only_the_parts_asked_for_are_generated_and_each_keeps_its_own_version(t
     assert calls == ["one:a", "two:b", "one:a"] and (root / one.repo_id / "data.jsonl").is_file()
 
 
+def _unlocked(root: Path) -> list[str]:
+    """What a folder holds besides the lock files."""
+    return sorted(p.name for p in root.iterdir() if not p.name.endswith(".lock"))
+
+
+def test_two_parts_are_generated_side_by_side_not_one_after_the_other(tmp_path):
+    both_running = threading.Barrier(2, timeout=20)
+
+    def generator(name: str):
+        def write(root: Path) -> None:
+            both_running.wait()  # broken (BrokenBarrierError) if the other part waits for this one
+            (root / "toy-org" / name).mkdir(parents=True)
+            (root / "toy-org" / name / "data.jsonl").write_text(name)
+
+        return dataclasses.replace(SOURCES[0], name=name, repo_id=f"toy-org/{name}", demo=write)
+
+    root = tmp_path / "mirror"
+    with ThreadPoolExecutor(2) as pool:
+        done = [pool.submit(ensure_demo_mirror, root, [generator(n)]) for n in ("one", "two")]
+        [d.result() for d in done]
+    assert set(json.loads((root / DEMO_STAMP).read_text())) == {"one", "two"}
+
+
 def test_concurrent_builds_of_one_part_generate_it_once(tmp_path):
     calls: list[str] = []
     spec = _spec_writing("x", calls)
@@ -107,7 +131,7 @@ def test_a_generator_writing_outside_its_repo_fails_by_name_and_leaves_nothing(t
     spec = dataclasses.replace(SOURCES[0], name="stray", repo_id="toy-org/stray", demo=stray)
     with pytest.raises(RuntimeError, match=r"generator of stray must write its files under toy-org/stray"):
         ensure_demo_mirror(tmp_path / "mirror", [spec])
-    assert sorted(p.name for p in (tmp_path / "mirror").iterdir()) == [".gui_assets_demo.lock"]
+    assert _unlocked(tmp_path / "mirror") == []
 
 
 def test_a_failing_generator_leaves_the_old_part_and_no_temp_folder(tmp_path):
@@ -124,5 +148,5 @@ def test_a_failing_generator_leaves_the_old_part_and_no_temp_folder(tmp_path):
         ensure_demo_mirror(root, [failing])
     assert (root / "toy-org" / "toy" / "data.jsonl").read_text() == "good"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mirror"]
-    assert sorted(p.name for p in root.iterdir()) == [".gui_assets_demo.lock", DEMO_STAMP, "toy-org"]
+    assert _unlocked(root) == [DEMO_STAMP, "toy-org"]
     assert json.loads((root / DEMO_STAMP).read_text()) == {"toy": "an older version"}  # tried again next
