@@ -5,14 +5,13 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -34,6 +33,7 @@ from gui_assets.sources.registry import SOURCES
 from gui_assets.sources.spec import SourceSpec
 
 REPO = "osunlp/Multimodal-Mind2Web"
+T = TypeVar("T")
 
 
 def page_bytes(
@@ -132,32 +132,57 @@ def write_m2w(tmp_path: Path) -> WriteMirror:
     return write
 
 
-def built_once(
-    tmp_path_factory: pytest.TempPathFactory, worker_id: str, name: str, build: Callable[[Path], object]
-) -> Path:
-    """`build(folder)` run once per test session, even across xdist workers: the first worker to
-    get here builds under a file lock in the session's shared temp folder; the others wait for it
-    and read the same folder. What is built here is read, never changed, by the tests."""
+def _session_root(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
+    """The folder every xdist worker of this session has its own temp folder in (the session's
+    own temp folder without xdist)."""
     root = tmp_path_factory.getbasetemp()
-    if worker_id != "master":  # xdist's fixture; the environment would leak into a nested pytest
-        root = root.parent  # the folder every worker of this session has its own temp folder in
+    # xdist's fixture, not the environment: that would leak into a nested pytest
+    return root if worker_id == "master" else root.parent
+
+
+def in_worker_order(items: Sequence[T], worker_id: str) -> list[T]:
+    """`items` in the order this worker walks them: odd-numbered xdist workers from the end, so
+    two workers that arrive together at a build of pieces split it instead of queueing."""
+    number = int(worker_id.removeprefix("gw")) if worker_id.startswith("gw") else 0
+    return list(reversed(items)) if number % 2 else list(items)
+
+
+def built_once(
+    tmp_path_factory: pytest.TempPathFactory,
+    worker_id: str,
+    name: str,
+    build: Callable[[Path, str], object],
+    pieces: Sequence[str] = ("all",),
+) -> Path:
+    """`build(folder, piece)` run once per test session for every piece, even across xdist
+    workers, all into one folder in the session's shared temp folder. Each piece has a lock:
+    the first worker to get to a piece builds it, a worker that finds it being built waits for
+    it, and workers walk the pieces from opposite ends (`in_worker_order`), so a build in pieces
+    is shared between them. A piece that fails is built again by the next worker to get to it.
+    What is built here is read, never changed, by the tests."""
+    root = _session_root(tmp_path_factory, worker_id)
     folder = root / name
-    with (root / f"{name}.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (root / f"{name}.done").exists():
-            shutil.rmtree(folder, ignore_errors=True)  # what a failed first attempt left
-            folder.mkdir()
-            build(folder)
-            (root / f"{name}.done").touch()
+    folder.mkdir(exist_ok=True)
+    for piece in in_worker_order(pieces, worker_id):
+        with (root / f"{name}.{piece}.lock").open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not (root / f"{name}.{piece}.done").exists():
+                build(folder, piece)
+                (root / f"{name}.{piece}.done").touch()
     return folder
+
+
+def partitions_of(sources: Sequence[SourceSpec]) -> dict[str, tuple[SourceSpec, str]]:
+    """Every partition of `sources` by `<source>:<partition>`: the pieces of a build of them."""
+    return {f"{spec.name}:{key}": (spec, key) for spec in sources for key in spec.partition_keys}
 
 
 @pytest.fixture(scope="session")
 def demo_mirror(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
-    def generate(folder: Path) -> None:
-        ensure_demo_mirror(folder / "mirror", SOURCES)
-
-    return built_once(tmp_path_factory, worker_id, "demo", generate) / "mirror"
+    """The demo mirror of every registered source, generated once per session: its parts have
+    locks of their own, so workers arriving together generate different parts."""
+    root = _session_root(tmp_path_factory, worker_id) / "demo" / "mirror"
+    return ensure_demo_mirror(root, in_worker_order(SOURCES, worker_id))
 
 
 @pytest.fixture(scope="session")
@@ -166,11 +191,10 @@ def demo_build(
 ) -> tuple[Path, dict[str, DatasetInfo]]:
     """Every Mind2Web partition of the demo mirror built once: (out dir, infos by partition)."""
 
-    def build(out: Path) -> None:
-        for key in MIND2WEB.partition_keys:
-            build_directory(MIND2WEB, key, out, RawSettings(mode="mirror", mirror=demo_mirror))
+    def build(out: Path, key: str) -> None:
+        build_directory(MIND2WEB, key, out, RawSettings(mode="mirror", mirror=demo_mirror))
 
-    out = built_once(tmp_path_factory, worker_id, "build", build)
+    out = built_once(tmp_path_factory, worker_id, "build", build, MIND2WEB.partition_keys)
     infos = {
         key: DatasetInfo.read(out / MIND2WEB.directory(key) / "dataset_info.json")
         for key in MIND2WEB.partition_keys
@@ -181,13 +205,13 @@ def demo_build(
 @pytest.fixture(scope="session")
 def every_demo(demo_mirror: Path, tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
     """Every partition of every source of the demo mirror, built once: the out dir."""
+    partitions = partitions_of(SOURCES)
 
-    def build(out: Path) -> None:
-        for spec in SOURCES:
-            for key in spec.partition_keys:
-                build_directory(spec, key, out, RawSettings("mirror", demo_mirror))
+    def build(out: Path, piece: str) -> None:
+        spec, key = partitions[piece]
+        build_directory(spec, key, out, RawSettings("mirror", demo_mirror))
 
-    return built_once(tmp_path_factory, worker_id, "every-demo", build)
+    return built_once(tmp_path_factory, worker_id, "every-demo", build, list(partitions))
 
 
 AGENTVIEW_HW = (360, 640)
@@ -197,12 +221,14 @@ AGENTVIEW_HW = (360, 640)
 def agentview_hw_build(demo_mirror: Path, tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
     """Mind2Web train and AgentNet win_mac (three native sizes) built at agentview_hw 360x640."""
 
-    def build(out: Path) -> None:
-        config = BuildConfig(agentview_hw=AGENTVIEW_HW)
-        for spec, key in ((MIND2WEB, "train"), (AGENTNET, "win_mac")):
-            build_directory(spec, key, out, RawSettings("mirror", demo_mirror), config)
+    partitions = {"mind2web:train": (MIND2WEB, "train"), "agentnet:win_mac": (AGENTNET, "win_mac")}
 
-    return built_once(tmp_path_factory, worker_id, "agentview-hw", build)
+    def build(out: Path, piece: str) -> None:
+        spec, key = partitions[piece]
+        config = BuildConfig(agentview_hw=AGENTVIEW_HW)
+        build_directory(spec, key, out, RawSettings("mirror", demo_mirror), config)
+
+    return built_once(tmp_path_factory, worker_id, "agentview-hw", build, list(partitions))
 
 
 def cli_materialize(

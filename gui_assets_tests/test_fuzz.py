@@ -75,14 +75,21 @@ REGRESSIONS: list[Any] = [
 # module-scoped fixture is set up again every time its module comes back.
 @pytest.fixture(scope="session")
 def baselines(demo_mirror: Path, tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
-    """A JSON file of every target's undamaged build stats, built once per session for every
-    worker."""
+    """A JSON file of every target's undamaged build stats, built once per session (a source at
+    a time, shared between the workers)."""
 
-    def build(folder: Path) -> None:
-        stats = build_baselines(demo_mirror, folder / "out")
-        (folder / "baselines.json").write_text(json.dumps(stats), encoding="utf-8")
+    def build(folder: Path, source: str) -> None:
+        stats = build_baselines(demo_mirror, folder / "out", {source})
+        (folder / f"{source}.json").write_text(json.dumps(stats), encoding="utf-8")
 
-    return built_once(tmp_path_factory, worker_id, "fuzz-baselines", build) / "baselines.json"
+    names = [spec.name for spec, _ in TARGETS]
+    folder = built_once(tmp_path_factory, worker_id, "fuzz-baselines", build, names)
+    every = {}
+    for name in names:
+        every.update(json.loads((folder / f"{name}.json").read_text(encoding="utf-8")))
+    combined = folder / f"baselines-{worker_id}.json"  # each worker's own: no write races
+    combined.write_text(json.dumps(every), encoding="utf-8")
+    return combined
 
 
 @pytest.fixture(scope="session")
