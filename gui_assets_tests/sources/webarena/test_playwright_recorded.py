@@ -95,7 +95,10 @@ def test_a_viewport_changed_mid_trace_places_each_step_on_its_own_frame(tmp_path
         page.wait_for_timeout(PAUSE)
         page.click("#zone")
         page.set_viewport_size({"width": 1200, "height": 700})
-        page.wait_for_timeout(PAUSE)
+        # The renderer has the new size, then the screencast gets time to send a frame of it: on
+        # a loaded machine that frame once came after the click, 300 ms later.
+        page.wait_for_function("() => innerWidth === 1200 && innerHeight === 700")
+        page.wait_for_timeout(4 * PAUSE)
         page.click("#zone")
         page.hover("#card")
 
