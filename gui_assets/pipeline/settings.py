@@ -60,7 +60,8 @@ OUT = Variable("GUI_ASSETS_OUT", "where datasets are written", "`./build`")
 MIRROR = Variable(
     "GUI_ASSETS_MIRROR",
     "local directory laid out like the hub: `<mirror>/<owner>/<repo>/<path in repo>`",
-    "the generated demo mirror, `<out>/_work/demo_mirror`",
+    "the generated demo mirror, `<out>/_work/demo_mirror` (a source's part is generated when a "
+    "build first reads it)",
 )
 SOURCE = Variable(
     "GUI_ASSETS_SOURCE",
