@@ -5,6 +5,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -158,7 +159,8 @@ def built_once(
     workers, all into one folder in the session's shared temp folder. Each piece has a lock:
     the first worker to get to a piece builds it, a worker that finds it being built waits for
     it, and workers walk the pieces from opposite ends (`in_worker_order`), so a build in pieces
-    is shared between them. A piece that fails is built again by the next worker to get to it.
+    is shared between them. A piece that fails is built again by the next worker to get to it:
+    pieces share the folder and are built over what the failure left, as a pipeline rerun is.
     What is built here is read, never changed, by the tests."""
     root = _session_root(tmp_path_factory, worker_id)
     folder = root / name
@@ -167,6 +169,9 @@ def built_once(
         with (root / f"{name}.{piece}.lock").open("w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if not (root / f"{name}.{piece}.done").exists():
+                if len(pieces) == 1:  # a whole build starts afresh from what a failed one left
+                    shutil.rmtree(folder, ignore_errors=True)
+                    folder.mkdir()
                 build(folder, piece)
                 (root / f"{name}.{piece}.done").touch()
     return folder
