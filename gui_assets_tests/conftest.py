@@ -182,12 +182,20 @@ def partitions_of(sources: Sequence[SourceSpec]) -> dict[str, tuple[SourceSpec, 
     return {f"{spec.name}:{key}": (spec, key) for spec in sources for key in spec.partition_keys}
 
 
+def demo_mirror_with(
+    tmp_path_factory: pytest.TempPathFactory, worker_id: str, sources: Sequence[SourceSpec]
+) -> Path:
+    """The session's demo mirror with (at least) the parts of `sources`, each generated once per
+    session: parts have locks of their own, so workers arriving together generate different
+    parts."""
+    root = _session_root(tmp_path_factory, worker_id) / "demo" / "mirror"
+    return ensure_demo_mirror(root, in_worker_order(sources, worker_id))
+
+
 @pytest.fixture(scope="session")
 def demo_mirror(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
-    """The demo mirror of every registered source, generated once per session: its parts have
-    locks of their own, so workers arriving together generate different parts."""
-    root = _session_root(tmp_path_factory, worker_id) / "demo" / "mirror"
-    return ensure_demo_mirror(root, in_worker_order(SOURCES, worker_id))
+    """The demo mirror of every registered source."""
+    return demo_mirror_with(tmp_path_factory, worker_id, SOURCES)
 
 
 @pytest.fixture(scope="session")

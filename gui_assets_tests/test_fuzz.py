@@ -30,7 +30,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 
 from gui_assets.sources.registry import SOURCES
 from gui_assets.sources.spec import SourceSpec
-from gui_assets_tests.conftest import built_once
+from gui_assets_tests.conftest import built_once, demo_mirror_with
 from gui_assets_tests.fuzz_cases import (
     BUILT_WHOLE,
     DROPPED_AND_COUNTED,
@@ -135,10 +135,12 @@ def test_every_registered_source_is_a_target_on_a_partition_it_has() -> None:
 
 @pytest.mark.parametrize(("spec", "key"), TARGETS, ids=[s.name for s, _ in TARGETS])
 def test_every_registered_source_s_raw_files_can_be_damaged(
-    spec: SourceSpec, key: str, demo_mirror: Path, tmp_path: Path
+    spec: SourceSpec, key: str, tmp_path_factory: pytest.TempPathFactory, worker_id: str, tmp_path: Path
 ) -> None:
     """Damage is by format: a source whose demo partition holds a file of no known format would
-    be fuzzed on its other files only, so it fails here, naming the files."""
+    be fuzzed on its other files only, so it fails here, naming the files. Only the source's own
+    demo part is asked for: the new-source test runs this for the new source alone."""
+    demo_mirror = demo_mirror_with(tmp_path_factory, worker_id, [spec])
     files = raw_files(spec, key, demo_mirror, tmp_path / "out")
     assert files, f"{spec.name}:{key}: no raw files in the demo mirror to fuzz"
     missing = sorted({str(f.relative_to(demo_mirror)) for f in files if damage_route(f) is None})
