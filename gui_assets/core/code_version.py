@@ -27,6 +27,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from gui_assets.core.atomic import atomic_write_text
 from gui_assets.core.python_source import parse_python
 from gui_assets.core.version import GUI_ASSETS_VERSION
 
@@ -152,7 +153,10 @@ def _analysis(path: Path, stamp: tuple[int, int], name: str) -> tuple[str, froze
     tree = parse_python(source.decode("utf-8"), filename=str(path))
     imports = frozenset(strip_docstrings_and_find_imports(tree, name, is_package))
     digest = hashlib.sha256(normalized_source(tree).encode()).hexdigest()
-    _keep(entry, {"module": name, "digest": digest, "imports": sorted(imports)})
+    # Written whole or not at all; a cache that cannot be written (a read-only home) costs only
+    # the parse next time.
+    with contextlib.suppress(OSError):
+        atomic_write_text(entry, json.dumps({"module": name, "digest": digest, "imports": sorted(imports)}))
     return digest, imports
 
 
@@ -170,19 +174,6 @@ def _analysis_code() -> bytes:
     for module in (__file__, sys.modules[parse_python.__module__].__file__):
         h.update(Path(str(module)).read_bytes())
     return h.hexdigest().encode()
-
-
-def _keep(entry: Path, analysis: dict[str, Any]) -> None:
-    """Writes a cache entry under a temp name, then renames it: readers see it whole or not at
-    all. A cache that cannot be written (a read-only home) costs only the parse next time."""
-    tmp = entry.with_name(f".{entry.name}.{os.getpid()}.tmp")
-    try:
-        entry.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(json.dumps(analysis), encoding="utf-8")
-        os.replace(tmp, entry)
-    except OSError:
-        with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)
 
 
 def version_of(roots: Iterable[str], data: Any = None, package_dir: Path = PACKAGE_DIR) -> str:
