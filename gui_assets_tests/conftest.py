@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import shutil
@@ -18,6 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from gui_assets.core.atomic import file_lock
 from gui_assets.core.config import BuildConfig
 from gui_assets.core.episode_store import ImageStore
 from gui_assets.core.ir import GuiEpisode
@@ -166,8 +166,7 @@ def built_once(
     folder = root / name
     folder.mkdir(exist_ok=True)
     for piece in in_worker_order(pieces, worker_id):
-        with (root / f"{name}.{piece}.lock").open("w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+        with file_lock(root / f"{name}.{piece}.lock"):
             if not (root / f"{name}.{piece}.done").exists():
                 if len(pieces) == 1:  # a whole build starts afresh from what a failed one left
                     shutil.rmtree(folder, ignore_errors=True)

@@ -3,13 +3,15 @@
 A killed process leaves at worst a hidden `.<name>.tmp-<pid>` file, never a partial file under a
 final name; `sweep_temps` removes such leftovers when the directory is written again.
 `move_into_place` is os.replace that also works across file systems (a build directory on a
-data disk while the work folder is elsewhere).
+data disk while the work folder is elsewhere). `file_lock` is the exclusive lock a process takes
+around a read-modify-write of a file other processes share.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import hashlib
 import os
 import shutil
@@ -39,6 +41,16 @@ def atomic_path(final: Path) -> Iterator[Path]:
     finally:
         if tmp.exists():
             tmp.unlink()
+
+
+@contextlib.contextmanager
+def file_lock(path: Path) -> Iterator[None]:
+    """Holds an exclusive flock on `path` (created, with its folder, if missing) until the block
+    ends; the lock goes with the file descriptor, so a killed holder never leaves it taken."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        yield
 
 
 def atomic_write_bytes(final: Path, data: bytes) -> None:

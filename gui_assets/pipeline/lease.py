@@ -13,17 +13,15 @@ the claims (flock). Deleting lease.json frees the partition by hand.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import os
 import socket
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from gui_assets.core.atomic import atomic_write_text
+from gui_assets.core.atomic import atomic_write_text, file_lock
 
 LEASE = "lease.json"
 LOCK = "lease.lock"
@@ -67,17 +65,6 @@ def holds(holder: Holder, run_finished: Callable[[str], bool | None]) -> bool:
     return True  # another host, or a run this instance does not know: taken at its word
 
 
-@contextlib.contextmanager
-def _locked(work: Path) -> Iterator[None]:
-    work.mkdir(parents=True, exist_ok=True)
-    with open(work / LOCK, "a+") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
 def read_holder(work: Path) -> Holder | None:
     try:
         d = json.loads((work / LEASE).read_text(encoding="utf-8"))
@@ -90,7 +77,7 @@ def claim(
     work: Path, directory: str, run_id: str, run_pid: int | None, run_finished: Callable[[str], bool | None]
 ) -> Holder:
     """Take or confirm `directory`'s lease for `run_id`; PartitionBusy when another run holds it."""
-    with _locked(work):
+    with file_lock(work / LOCK):
         current = read_holder(work)
         if current is not None and current.run_id != run_id and holds(current, run_finished):
             raise PartitionBusy(

@@ -12,17 +12,15 @@ generated; a part whose version differs is regenerated whole and moved into plac
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import json
 import os
 import shutil
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
-from gui_assets.core.atomic import atomic_write_text
+from gui_assets.core.atomic import atomic_write_text, file_lock
 from gui_assets.core.code_version import version_of
 from gui_assets.core.layout import DEMO_STAMP as _STAMP
 from gui_assets.sources.spec import SourceSpec
@@ -68,26 +66,19 @@ def ensure_demo_mirror(root: Path, sources: Sequence[SourceSpec]) -> Path:
         if spec.demo is None:
             continue
         version = demo_version([spec])
-        with _locked(root / f"{_LOCK_PREFIX}{spec.name}.lock"):
+        with file_lock(root / f"{_LOCK_PREFIX}{spec.name}.lock"):
             if _stamped_versions(stamp).get(spec.name) == version and (root / spec.repo_id).is_dir():
                 continue
             _generate_part(root, spec)
-            with _locked(root / f"{_LOCK_PREFIX}lock"):  # the stamp is every part's
+            with file_lock(root / f"{_LOCK_PREFIX}lock"):  # the stamp is every part's
                 versions = _stamped_versions(stamp)
                 versions[spec.name] = version
                 atomic_write_text(stamp, json.dumps(versions, indent=1, sort_keys=True) + "\n")
     if not stamp.is_file():  # a mirror of no part is still the generated demo mirror
-        with _locked(root / f"{_LOCK_PREFIX}lock"):
+        with file_lock(root / f"{_LOCK_PREFIX}lock"):
             if not stamp.is_file():
                 atomic_write_text(stamp, "{}\n")
     return root
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    with path.open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        yield
 
 
 def _stamped_versions(stamp: Path) -> dict[str, str]:
