@@ -9,6 +9,7 @@ import json
 import shutil
 import sys
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -48,8 +49,11 @@ def test_a_file_a_generator_ships_is_part_of_the_version(tmp_path, monkeypatch):
     assert demo_version([WEBARENA]) != before
 
 
-def _spec_writing(marker: str, calls: list[str], name: str = "toy"):
+def _spec_writing(marker: str, calls: list[str], name: str = "toy", first: Callable[[], object] = list):
+    """A toy source whose generator notes each call in `calls` and runs `first` before writing."""
+
     def write(root: Path) -> None:
+        first()
         calls.append(f"{name}:{marker}")
         (root / "toy-org" / name).mkdir(parents=True, exist_ok=True)
         (root / "toy-org" / name / "data.jsonl").write_text(marker)
@@ -97,20 +101,14 @@ def _unlocked(root: Path) -> list[str]:
 
 
 def test_two_parts_are_generated_side_by_side_not_one_after_the_other(tmp_path):
-    both_running = threading.Barrier(2, timeout=20)
-
-    def generator(name: str):
-        def write(root: Path) -> None:
-            both_running.wait()  # broken (BrokenBarrierError) if the other part waits for this one
-            (root / "toy-org" / name).mkdir(parents=True)
-            (root / "toy-org" / name / "data.jsonl").write_text(name)
-
-        return dataclasses.replace(SOURCES[0], name=name, repo_id=f"toy-org/{name}", demo=write)
-
+    both_running = threading.Barrier(2, timeout=20)  # broken if one part waits for the other
+    calls: list[str] = []
+    parts = [_spec_writing("x", calls, name, both_running.wait) for name in ("one", "two")]
     root = tmp_path / "mirror"
     with ThreadPoolExecutor(2) as pool:
-        done = [pool.submit(ensure_demo_mirror, root, [generator(n)]) for n in ("one", "two")]
+        done = [pool.submit(ensure_demo_mirror, root, [part]) for part in parts]
         [d.result() for d in done]
+    assert sorted(calls) == ["one:x", "two:x"]
     assert set(json.loads((root / DEMO_STAMP).read_text())) == {"one", "two"}
 
 
