@@ -4,20 +4,13 @@
 by hand) and hashes each module in a normalized form: the AST dump without docstrings, so
 comments, docstrings and formatting move nothing while any change to what runs does. Imports
 under `if TYPE_CHECKING:` are types, not code that runs. A subpackage's `__init__` runs before its
-modules, so it is part of their closure.
-
-Parsing every module is most of what loading the code location costs, and every Dagster process
-loads it (each step of a multiprocess run, each CLI command). So a module's analysis (its digest
-and imports) is kept on disk under a key of its bytes, its name and this analysis' own code, in
-`$XDG_CACHE_HOME/gui_assets/code_versions` (else `~/.cache/...`): a process parses only modules
-whose bytes it has never seen. An entry is written whole or not at all; one that cannot be read
-or written is computed again, which gives the same answer.
+modules, so it is part of their closure. Each module is walked once per process for each state of
+its file; nothing is kept between processes.
 """
 
 from __future__ import annotations
 
 import ast
-import contextlib
 import functools
 import hashlib
 import json
@@ -27,7 +20,6 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from gui_assets.core.atomic import atomic_write_text
 from gui_assets.core.python_source import parse_python
 from gui_assets.core.version import GUI_ASSETS_VERSION
 
@@ -140,40 +132,10 @@ def _stamp(path: Path) -> tuple[int, int]:
 @functools.cache
 def _analysis(path: Path, stamp: tuple[int, int], name: str) -> tuple[str, frozenset[str]]:
     """A module's normalized digest and its runtime imports, once per process for each state of
-    its file (`stamp`: an edited file is read anew), from the disk cache when it has them."""
-    source = path.read_bytes()
-    is_package = path.name == "__init__.py"
-    key = hashlib.sha256(b"\0".join([_analysis_code(), name.encode(), b"%d" % is_package, source]))
-    entry = analysis_cache_dir() / f"{key.hexdigest()}.json"
-    try:
-        kept = json.loads(entry.read_text(encoding="utf-8"))
-        return str(kept["digest"]), frozenset(map(str, kept["imports"]))
-    except (OSError, ValueError, KeyError, TypeError):
-        pass  # not kept yet, or unreadable: computed below
-    tree = parse_python(source.decode("utf-8"), filename=str(path))
-    imports = frozenset(strip_docstrings_and_find_imports(tree, name, is_package))
-    digest = hashlib.sha256(normalized_source(tree).encode()).hexdigest()
-    # Written whole or not at all; a cache that cannot be written (a read-only home) costs only
-    # the parse next time.
-    with contextlib.suppress(OSError):
-        atomic_write_text(entry, json.dumps({"module": name, "digest": digest, "imports": sorted(imports)}))
-    return digest, imports
-
-
-def analysis_cache_dir() -> Path:
-    """Where module analyses are kept: under XDG_CACHE_HOME, else ~/.cache."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "gui_assets" / "code_versions"
-
-
-@functools.cache
-def _analysis_code() -> bytes:
-    """What an analysis depends on besides the module: this code, the parser's, and Python's AST
-    (`ast.dump` differs between Python versions)."""
-    h = hashlib.sha256(sys.version.encode())
-    for module in (__file__, sys.modules[parse_python.__module__].__file__):
-        h.update(Path(str(module)).read_bytes())
-    return h.hexdigest().encode()
+    its file (`stamp`: an edited file is walked anew)."""
+    tree = parse_python(path.read_text(encoding="utf-8"), filename=str(path))
+    imports = frozenset(strip_docstrings_and_find_imports(tree, name, path.name == "__init__.py"))
+    return hashlib.sha256(normalized_source(tree).encode()).hexdigest(), imports
 
 
 def version_of(roots: Iterable[str], data: Any = None, package_dir: Path = PACKAGE_DIR) -> str:
