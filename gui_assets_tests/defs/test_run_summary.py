@@ -85,11 +85,14 @@ def test_a_whole_demo_build_sums_its_runs():
 
 @pytest.mark.slow
 def test_a_cli_run_ends_with_its_summary(tmp_path: Path, demo_mirror: Path) -> None:
+    """`--select 'pango*' --partition sample` as a user types it: it builds the partition, and the
+    run ends with its summary."""
     r = cli_materialize("sample", tmp_path, clean_env(GUI_ASSETS_MIRROR=str(demo_mirror)), source="pango")
     assert r.returncode == 0, r.stderr[-3000:]
     build = (tmp_path / "build").resolve()
     info = json.loads((build / "pango_sample" / "dataset_info.json").read_text())
     demos, steps = info["stats"]["episodes_out"], info["stats"]["steps"]
+    assert demos >= 3 and (build / "pango_sample" / "pango_sample_0000.hdf5").is_file()
     err = r.stderr
     head = err.index("gui_assets: run ")
     assert err.rindex("STEP_SUCCESS") < head  # after the run's last step
