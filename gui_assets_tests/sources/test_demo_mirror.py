@@ -49,11 +49,15 @@ def test_a_file_a_generator_ships_is_part_of_the_version(tmp_path, monkeypatch):
     assert demo_version([WEBARENA]) != before
 
 
-def _spec_writing(marker: str, calls: list[str], name: str = "toy", first: Callable[[], object] = list):
-    """A toy source whose generator notes each call in `calls` and runs `first` before writing."""
+def _spec_writing(
+    marker: str, calls: list[str], name: str = "toy", first: Callable[[], object] | None = None
+):
+    """A toy source whose generator notes each call in `calls` and runs `first` (if given) before
+    writing."""
 
     def write(root: Path) -> None:
-        first()
+        if first is not None:
+            first()
         calls.append(f"{name}:{marker}")
         (root / "toy-org" / name).mkdir(parents=True, exist_ok=True)
         (root / "toy-org" / name / "data.jsonl").write_text(marker)
