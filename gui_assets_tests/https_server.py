@@ -26,6 +26,8 @@ from ssl import PROTOCOL_TLS_SERVER, SSLContext
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from gui_assets_tests.serving import ServedOnAThread
+
 
 def self_signed_certificate(folder: Path) -> tuple[Path, Path]:
     """(certificate, key) PEM files for localhost and 127.0.0.1, valid for a day."""
@@ -134,7 +136,7 @@ class _TlsServer(ThreadingHTTPServer):
         return  # refused handshakes and dropped connections are what the tests make happen
 
 
-class HttpsBucket:
+class HttpsBucket(ServedOnAThread):
     """`with HttpsBucket(root, tmp) as b:` files under root at b.url(path); b.ca_bundle, b.host."""
 
     def __init__(self, root: Path, tmp: Path) -> None:
@@ -143,7 +145,6 @@ class HttpsBucket:
         context.load_cert_chain(self.ca_bundle, key)
         self.state = BucketState(root=root)
         self._server = _TlsServer(_handler(self.state), context)
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property
     def port(self) -> int:
@@ -155,11 +156,3 @@ class HttpsBucket:
 
     def url(self, path: str = "") -> str:
         return f"https://localhost:{self.port}/{path}"
-
-    def __enter__(self) -> HttpsBucket:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()

@@ -44,6 +44,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlparse
 
+from gui_assets_tests.serving import ServedOnAThread
+
 
 @dataclass
 class Request:
@@ -356,23 +358,14 @@ def _handler(state: HubState) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-class LocalHub:
+class LocalHub(ServedOnAThread):
     """Context manager: `with LocalHub(root) as hub: hub.endpoint` -> http://127.0.0.1:<port>."""
 
     def __init__(self, root: Path) -> None:
         self.state = HubState(root=root)
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self.state))
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property
     def endpoint(self) -> str:
         host, port = self._server.server_address[:2]
         return f"http://{host}:{port}"
-
-    def __enter__(self) -> LocalHub:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()

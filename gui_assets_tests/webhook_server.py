@@ -6,12 +6,13 @@
 from __future__ import annotations
 
 import json
-import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from gui_assets_tests.serving import ServedOnAThread
 
-class WebhookReceiver:
+
+class WebhookReceiver(ServedOnAThread):
     def __init__(self, fail_first: int = 0, fail_status: int = 503) -> None:
         self.received: list[dict[str, Any]] = []
         self.paths: list[str] = []
@@ -41,17 +42,8 @@ class WebhookReceiver:
                 self.wfile.write(b"ok")
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
         return f"http://{host}:{port}/services/T000/B000/secretpart"
-
-    def __enter__(self) -> WebhookReceiver:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
