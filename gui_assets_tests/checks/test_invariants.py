@@ -340,16 +340,14 @@ def test_a_shard_over_the_cap_by_more_than_its_last_episode_fails(build):
     assert not v.passed and "over the cap 1000" in v.examples[0]
 
 
-def test_every_check_passes_on_every_demo_partition_of_every_source(demo_mirror, tmp_path):
-    from gui_assets.pipeline.chain import RawSettings, build_directory
+def test_every_check_passes_on_every_demo_partition_of_every_source(every_demo):
     from gui_assets.sources.registry import SOURCES
 
-    layout = OutLayout(tmp_path)
+    layout = OutLayout(every_demo)
     for spec in SOURCES:
         for key in spec.partition_keys:
-            build_directory(spec, key, tmp_path, RawSettings(mode="mirror", mirror=demo_mirror))
             d = spec.directory(key)
-            s = shards(tmp_path, d)
+            s = shards(every_demo, d)
             others = [
                 invariants.SplitTable(k, read_split_rows(layout, spec.directory(k)))
                 for k in spec.partition_keys
@@ -367,7 +365,7 @@ def test_every_check_passes_on_every_demo_partition_of_every_source(demo_mirror,
                     others,
                     spec.split_rule.val_fraction,
                 ),
-                "shard_integrity": integrity.shard_integrity(tmp_path / d),
+                "shard_integrity": integrity.shard_integrity(every_demo / d),
             }
             for name, v in verdicts.items():
                 assert v.passed, (d, name, v.summary, v.examples)
