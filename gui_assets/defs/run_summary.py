@@ -11,6 +11,7 @@ reads the instance, never the command line, so it is the same for the CLI, the U
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -111,20 +112,31 @@ def steps_left(
     return {k for k in planned | started if k not in ended | doomed}
 
 
-def report(context: dg.HookContext, now_failed: bool) -> RunSummary | None:
-    """The summary, printed and kept, when this step was the run's last; else None."""
-    instance = context.instance
-    run = instance.get_run_by_id(context.run_id)
+@functools.lru_cache(maxsize=8)
+def _run_plan(instance: dg.DagsterInstance, run_id: str) -> tuple[Any, list[str] | None, str | None] | None:
+    """A run's plan, the steps it was asked to run and its partition, read once per process: they
+    never change during the run, and the hook asks after every step."""
+    run = instance.get_run_by_id(run_id)
     if run is None or run.execution_plan_snapshot_id is None:
         return None
     plan = instance.get_execution_plan_snapshot(run.execution_plan_snapshot_id)
+    return plan, run.step_keys_to_execute, run.tags.get("dagster/partition")
+
+
+def report(context: dg.HookContext, now_failed: bool) -> RunSummary | None:
+    """The summary, printed and kept, when this step was the run's last; else None."""
+    instance = context.instance
+    known = _run_plan(instance, context.run_id)
+    if known is None:
+        return None
+    plan, wanted, partition = known
     # After every step: only the step events, so a run of many unit steps stays cheap to check.
     steps = list(instance.all_logs(context.run_id, of_type={dg.DagsterEventType.STEP_START, *ENDED}))
-    if steps_left(plan, run.step_keys_to_execute, steps, context.step_key, now_failed):
+    if steps_left(plan, wanted, steps, context.step_key, now_failed):
         return None
     out = Path(context.resources.paths.out_dir()).resolve()
     summary = summarize(context.run_id, instance.all_logs(context.run_id, of_type=SUMMED), out)
-    summary.partition = summary.partition or run.tags.get("dagster/partition")  # a run that built nothing
+    summary.partition = summary.partition or partition  # a run that built nothing
     if now_failed and context.step_key not in summary.failed_steps:  # its event may not be logged yet
         summary.failed_steps.append(context.step_key)
         summary.succeeded = False
