@@ -13,6 +13,7 @@ format the hand-written baseline decodes.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -26,6 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from PIL import Image, ImageDraw
 
+from gui_assets.core.atomic import atomic_write_bytes
 from gui_assets.sources.demo_render import Widget, draw_widget, encode, render_page
 from gui_assets.sources.mind2web.adapter import REPO_ID
 from gui_assets.sources.mind2web.demo import SCHEMA
@@ -108,8 +110,26 @@ def _candidate(w: Widget) -> str:
     return json.dumps({"tag": w.kind, "attributes": json.dumps(attrs)})
 
 
-def _row(index: int, width: int, height: int, episode_len: int, cheap: bool = False) -> dict[str, Any]:
-    png, target = (cheap_screenshot if cheap else screenshot)(index, width, height)
+def frame_png(index: int, width: int, height: int, cheap: bool = False, frames: Path | None = None) -> bytes:
+    """PNG bytes of frame `index` (`screenshot`'s, or `cheap_screenshot`'s). A frame is a function
+    of its index and size alone, so `frames`, a folder kept across calls, can hold the ones drawn
+    before: a frame found there is read instead of drawn again, and one drawn is added to it."""
+    draw = cheap_screenshot if cheap else screenshot
+    if frames is None:
+        return draw(index, width, height)[0]
+    path = frames / f"{'cheap' if cheap else 'page'}-{width}x{height}" / f"{index:07d}.png"
+    if path.is_file():  # written whole or not at all (atomic_write_bytes)
+        return path.read_bytes()
+    png = draw(index, width, height)[0]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(path, png)
+    return png
+
+
+def _row(
+    index: int, width: int, height: int, episode_len: int, cheap: bool = False, frames: Path | None = None
+) -> dict[str, Any]:
+    png, target = frame_png(index, width, height, cheap, frames), _target(index, width, height)
     episode, step = divmod(index, episode_len)
     verb = VERBS[index % len(VERBS)]
     value = {"TYPE": f"query {index}", "SELECT": "option 2"}.get(verb, "")
@@ -143,10 +163,13 @@ def write_mirror(
     *,
     cheap: bool = False,
     files: int | None = None,
+    frames: Path | None = None,
 ) -> Path:
     """A Multimodal-Mind2Web mirror of `steps` rows under root; reused when already complete.
     `cheap`: frames from `cheap_screenshot` (for the scale benchmark's tens of thousands).
-    `files`: that many upstream files of whole episodes (else files of about 200 rows)."""
+    `files`: that many upstream files of whole episodes (else files of about 200 rows).
+    `frames`: a folder of frames drawn before, shared with other mirrors (`frame_png`); the
+    mirror's bytes are the same with it or without it."""
     repo = root / REPO_ID
     data = repo / "data"
     params = {"steps": steps, "width": width, "height": height, "episode_len": episode_len, "v": 1}
@@ -167,12 +190,13 @@ def write_mirror(
         episodes = -(-steps // episode_len)
         rows_per_file = -(-episodes // files) * episode_len
     n_files = -(-steps // rows_per_file)
+    row = functools.partial(
+        _row, width=width, height=height, episode_len=episode_len, cheap=cheap, frames=frames
+    )
     with ProcessPoolExecutor(jobs) as pool:
         for f in range(n_files):
             lo, hi = f * rows_per_file, min(steps, (f + 1) * rows_per_file)
-            rows = list(
-                pool.map(_row, range(lo, hi), *([v] * (hi - lo) for v in (width, height, episode_len, cheap)))
-            )
+            rows = list(pool.map(row, range(lo, hi)))
             name = f"train-{f:05d}-of-{n_files:05d}.parquet"
             tmp = data / f".{name}.tmp"
             pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMA), tmp, row_group_size=50)

@@ -226,6 +226,27 @@ def every_demo(demo_mirror: Path, tmp_path_factory: pytest.TempPathFactory, work
     return built_once(tmp_path_factory, worker_id, "every-demo", build, list(partitions))
 
 
+# Frames 0..119 at 1280x1080: what the tests' generated Mind2Web mirrors (benchmarks.frames) are
+# made of. Each mirror starts at frame 0 and the largest holds 120 steps.
+MIRROR_FRAMES = 120
+MIRROR_FRAME_SIZE = (1280, 1080)
+
+
+@pytest.fixture(scope="session")
+def mirror_frames(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
+    """The frames of the tests' generated mirrors, drawn once per session in pieces of ten that
+    the workers share, for `write_mirror(..., frames=mirror_frames)`: a frame takes about 0.15 s
+    to draw, and six tests would otherwise draw the same ones again, about 300 in all."""
+    from benchmarks.frames import frame_png
+
+    def draw(folder: Path, piece: str) -> None:
+        for index in range(int(piece), int(piece) + 10):
+            frame_png(index, *MIRROR_FRAME_SIZE, frames=folder)
+
+    pieces = [str(start) for start in range(0, MIRROR_FRAMES, 10)]
+    return built_once(tmp_path_factory, worker_id, "mirror-frames", draw, pieces)
+
+
 AGENTVIEW_HW = (360, 640)
 
 

@@ -10,10 +10,11 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
-from benchmarks import codecs, scale, throughput
-from benchmarks.frames import BASE_PAGES, cheap_screenshot
+from benchmarks import codecs, frames, scale, throughput
+from benchmarks.frames import BASE_PAGES, cheap_screenshot, write_mirror
 from benchmarks.peak_rss import run_measured, run_measured_io
 from gui_assets.core.images import decode_rgb
 
@@ -76,6 +77,23 @@ def test_cheap_frames_are_distinct_and_decode_to_their_size():
     shots = [cheap_screenshot(i, 640, 360)[0] for i in (0, 1, BASE_PAGES)]  # 0 and BASE_PAGES share a page
     assert len(set(shots)) == 3
     assert all(decode_rgb(s).shape == (360, 640, 3) for s in shots)
+
+
+def test_a_mirror_of_kept_frames_is_the_mirror_drawn_afresh(tmp_path, monkeypatch):
+    def rows(repo: Path) -> list[dict]:
+        return [r for p in sorted((repo / "data").glob("*.parquet")) for r in pq.read_table(p).to_pylist()]
+
+    size = {"width": 640, "height": 480, "episode_len": 2, "jobs": 1}
+    drawn = rows(write_mirror(tmp_path / "drawn", steps=4, **size))
+    kept = tmp_path / "frames"
+    assert rows(write_mirror(tmp_path / "keeping", steps=4, frames=kept, **size)) == drawn
+    assert len(list(kept.rglob("*.png"))) == 4
+
+    def no_drawing(*args: object) -> None:
+        raise AssertionError("a kept frame was drawn again")
+
+    monkeypatch.setattr(frames, "screenshot", no_drawing)  # the pool's forked workers inherit it
+    assert rows(write_mirror(tmp_path / "reading", steps=3, frames=kept, **size)) == drawn[:3]
 
 
 @pytest.mark.slow

@@ -128,9 +128,9 @@ def _versions(home: Path) -> dict[str, str]:
         return out
 
 
-def test_rebuilds_under_load_give_the_same_bytes_and_versions(tmp_path, hogs):
+def test_rebuilds_under_load_give_the_same_bytes_and_versions(tmp_path, hogs, mirror_frames):
     mirror = tmp_path / "mirror"
-    write_mirror(mirror, steps=30, width=1280, height=1080, episode_len=6, jobs=2)
+    write_mirror(mirror, steps=30, width=1280, height=1080, episode_len=6, jobs=2, frames=mirror_frames)
     seen: list[tuple[str, int, dict[str, str], dict[str, str]]] = []
     for i, (executor, threads) in enumerate(RUNS):
         out, home = tmp_path / f"out{i}", tmp_path / f"home{i}"

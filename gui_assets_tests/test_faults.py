@@ -70,9 +70,13 @@ def small_disk(tmp_path):
         subprocess.run(["umount", "-l", str(where)], check=False)
 
 
-def test_a_disk_that_fills_mid_shard_fails_by_name_and_keeps_nothing_partial(tmp_path, small_disk):
+def test_a_disk_that_fills_mid_shard_fails_by_name_and_keeps_nothing_partial(
+    tmp_path, small_disk, mirror_frames
+):
     mirror = tmp_path / "mirror"
-    repo = write_mirror(mirror, steps=48, width=1280, height=1080, episode_len=6, jobs=2)
+    repo = write_mirror(
+        mirror, steps=48, width=1280, height=1080, episode_len=6, jobs=2, frames=mirror_frames
+    )
     pngs = sum(p.stat().st_size for p in (repo / "data").glob("*.parquet"))
     # Room for the IR (the screenshots and small tables) and a few shards' worth, not all.
     out = small_disk(pngs + 12_000_000)
@@ -103,10 +107,12 @@ def test_a_disk_that_fills_mid_shard_fails_by_name_and_keeps_nothing_partial(tmp
     assert sum(s.steps for s in manifest.shards) == 48
 
 
-def test_a_full_disk_fails_the_cli_partition_with_that_message(tmp_path, small_disk):
+def test_a_full_disk_fails_the_cli_partition_with_that_message(tmp_path, small_disk, mirror_frames):
     """Through Dagster: the step fails with the message, not a stack trace of h5py internals."""
     mirror = tmp_path / "mirror"
-    repo = write_mirror(mirror, steps=24, width=1280, height=1080, episode_len=6, jobs=2)
+    repo = write_mirror(
+        mirror, steps=24, width=1280, height=1080, episode_len=6, jobs=2, frames=mirror_frames
+    )
     pngs = sum(p.stat().st_size for p in (repo / "data").glob("*.parquet"))
     out = small_disk(pngs + 6_000_000)
     home = tmp_path / "home"
@@ -165,12 +171,14 @@ def _du(root: Path) -> int:
     return sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
 
 
-def test_a_disk_that_fills_during_an_export_fails_by_name_and_the_rerun_matches(tmp_path, small_disk):
+def test_a_disk_that_fills_during_an_export_fails_by_name_and_the_rerun_matches(
+    tmp_path, small_disk, mirror_frames
+):
     """The publishing exports on a full disk: the step names the folder and the bytes free, the
     shards and dataset_info.json stay as they were, and with room again the export equals one
     that never failed."""
     mirror = tmp_path / "mirror"
-    write_mirror(mirror, steps=24, width=1280, height=1080, episode_len=6, jobs=2)
+    write_mirror(mirror, steps=24, width=1280, height=1080, episode_len=6, jobs=2, frames=mirror_frames)
     built = tmp_path / "built"
     build_directory(MIND2WEB, "train", built, RawSettings("mirror", mirror))
     before = {p.relative_to(built): p.read_bytes() for p in (built / "mind2web_train").iterdir()}

@@ -147,9 +147,9 @@ def byte_differences(mine: list[Path], theirs: list[Path]) -> list[str]:
     return found
 
 
-def test_sigkill_at_random_moments_then_rerun_gives_the_same_dataset(tmp_path):
+def test_sigkill_at_random_moments_then_rerun_gives_the_same_dataset(tmp_path, mirror_frames):
     mirror = tmp_path / "mirror"
-    write_mirror(mirror, steps=60, width=1280, height=1080, episode_len=6, jobs=2)
+    write_mirror(mirror, steps=60, width=1280, height=1080, episode_len=6, jobs=2, frames=mirror_frames)
 
     ref = tmp_path / "ref"
     start = time.monotonic()

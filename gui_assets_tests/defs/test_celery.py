@@ -132,10 +132,10 @@ def postgres(tmp_path):
 
 
 def test_a_two_worker_celery_build_on_postgres_writes_the_single_process_shards(
-    tmp_path, redis_url, postgres
+    tmp_path, redis_url, postgres, mirror_frames
 ):
     mirror = tmp_path / "mirror"
-    write_mirror(mirror, steps=72, width=1280, height=1080, episode_len=8, jobs=2)
+    write_mirror(mirror, steps=72, width=1280, height=1080, episode_len=8, jobs=2, frames=mirror_frames)
     home = tmp_path / "home"
     home.mkdir()
     shutil.copy(REPO / "deploy" / "dagster-postgres.yaml", home / "dagster.yaml")

@@ -58,11 +58,11 @@ def _sha256s(folder: Path) -> dict[str, str]:
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.glob("*.hdf5"))}
 
 
-def test_two_runs_of_one_partition_at_once_one_fails_naming_the_other(tmp_path):
+def test_two_runs_of_one_partition_at_once_one_fails_naming_the_other(tmp_path, mirror_frames):
     """While one CLI run holds the partition, a second run from the same Dagster home and a third
     from another home (another machine's instance, the same output folder) both fail naming it."""
     mirror = tmp_path / "mirror"
-    write_mirror(mirror, steps=120, width=1280, height=1080, episode_len=6, jobs=2)
+    write_mirror(mirror, steps=120, width=1280, height=1080, episode_len=6, jobs=2, frames=mirror_frames)
     out = tmp_path / "out"
     home_a, home_b = tmp_path / "home-a", tmp_path / "home-b"
     home_a.mkdir()
