@@ -236,7 +236,7 @@ MIRROR_FRAME_SIZE = (1280, 1080)
 def mirror_frames(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
     """The frames of the tests' generated mirrors, drawn once per session in pieces of ten that
     the workers share, for `write_mirror(..., frames=mirror_frames)`: a frame takes about 0.15 s
-    to draw, and six tests would otherwise draw the same ones again, about 300 in all."""
+    to draw, and seven tests would otherwise draw the same ones again, about 380 in all."""
     from benchmarks.frames import frame_png
 
     def draw(folder: Path, piece: str) -> None:
