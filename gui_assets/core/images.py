@@ -217,10 +217,11 @@ def _top_rows_png(data: bytes, layout: PngLayout, rows: int) -> bytes:
     stored again uncompressed, so decoding it costs a copy), never the rows below."""
     need = rows * layout.stride
     inflater = zlib.decompressobj()
+    view = memoryview(data)
     out = bytearray()
     try:
         for offset, length in layout.idat:
-            out += inflater.decompress(data[offset : offset + length], need - len(out))
+            out += inflater.decompress(view[offset : offset + length], need - len(out))
             if len(out) >= need:
                 break
     except zlib.error as e:
@@ -229,15 +230,14 @@ def _top_rows_png(data: bytes, layout: PngLayout, rows: int) -> bytes:
         raise ImageError(DropReason.UNDECODABLE_IMAGE, f"pixel data ends before row {rows}")
     ihdr = struct.pack(">IIBBBBB", layout.width, rows, layout.depth, layout.colour, 0, 0, 0)
 
-    def chunk(kind: bytes, body: bytes) -> bytes:
-        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+    # The rows are megabytes: views and one join copy them once, where slicing and `+` copied
+    # them six times (a sixth of this function's time on a 1280-wide page).
+    def chunk(kind: bytes, body: bytes) -> list[bytes]:
+        crc = zlib.crc32(body, zlib.crc32(kind))
+        return [struct.pack(">I", len(body)), kind, body, struct.pack(">I", crc)]
 
-    return (
-        data[:8]
-        + chunk(b"IHDR", ihdr)
-        + chunk(b"IDAT", zlib.compress(bytes(out[:need]), 0))
-        + chunk(b"IEND", b"")
-    )
+    idat = zlib.compress(memoryview(out)[:need], 0)
+    return b"".join([data[:8], *chunk(b"IHDR", ihdr), *chunk(b"IDAT", idat), *chunk(b"IEND", b"")])
 
 
 # Wuffs inflates the whole image into a work buffer before unfiltering it into the pixels, so it
